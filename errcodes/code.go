@@ -1,0 +1,215 @@
+package errcodes
+
+import "strconv"
+
+// Code is a Graph API error code as the WhatsApp Cloud API returns it in the
+// "code" member of an error object.
+//
+// Code implements error, so the named constants are sentinels:
+// errors.Is(err, errcodes.PairRateLimit) reports whether err, however
+// wrapped, carries code 131056.
+type Code int
+
+// Error returns a short, log-safe description such as
+// "errcodes: 131056 (Business Account, Consumer Account) pair rate limit hit".
+func (c Code) Error() string {
+	cl := Lookup(c)
+	if !cl.Known {
+		return "errcodes: unknown code " + strconv.Itoa(int(c))
+	}
+	return "errcodes: " + strconv.Itoa(int(c)) + " " + cl.Title
+}
+
+// Class returns the classification of c. It is shorthand for Lookup(c).
+func (c Code) Class() Class { return Lookup(c) }
+
+// Authorization errors. Meta documents these as problems with the access
+// token or its permissions: nothing is gained by retrying until a person
+// fixes the token.
+const (
+	// AuthException (0): Meta could not authenticate the app user; typically
+	// the access token expired or was invalidated.
+	AuthException Code = 0
+	// APIMethod (3): capability or permissions issue with the token.
+	APIMethod Code = 3
+	// PermissionDenied (10): a permission was not granted or was removed.
+	PermissionDenied Code = 10
+	// AccessTokenExpired (190): the access token has expired.
+	AccessTokenExpired Code = 190
+	// APIPermission (200) is the first code of the 200 to 299 permission
+	// range: a permission was not granted or was removed. Lookup classifies
+	// every code of the range alike.
+	APIPermission Code = 200
+	// APIPermissionLast (299) is the last code of the permission range.
+	APIPermissionLast Code = 299
+)
+
+// Throttling errors: Meta's own "Throttling errors" group.
+const (
+	// AppRateLimit (4): the app has reached its API call rate limit. Only this
+	// app's calls must slow down.
+	AppRateLimit Code = 4
+	// WABARateLimit (80007): the WhatsApp Business Account has reached its
+	// API rate limit.
+	WABARateLimit Code = 80007
+	// ThroughputLimit (130429): Cloud API message throughput has been reached
+	// for this business phone number (80 messages/s by default).
+	ThroughputLimit Code = 130429
+	// SpamRateLimit (131048): restrictions on how many messages this phone
+	// number may send, because too many earlier messages were blocked or
+	// flagged as spam. Quality, not pacing, lifts it.
+	SpamRateLimit Code = 131048
+	// PairRateLimit (131056): too many messages from the business number to
+	// the same recipient in a short time (1 message every 6 s, bursts of up to
+	// 45 borrowed from future quota). Only that pair must wait.
+	PairRateLimit Code = 131056
+	// BusinessRateLimit (131064): a business-wide limit Meta files under
+	// throttling errors; everything the business sends is affected.
+	BusinessRateLimit Code = 131064
+	// RegisterRateLimit (133016): too many register or deregister attempts
+	// for this phone number in a short time.
+	RegisterRateLimit Code = 133016
+)
+
+// Integrity and account errors.
+const (
+	// PolicyBlocked (368): the WhatsApp Business Account was restricted or
+	// disabled for violating a platform policy.
+	PolicyBlocked Code = 368
+	// CountryRestricted (130497): the business account is restricted from
+	// messaging users in this country.
+	CountryRestricted Code = 130497
+	// AccountLocked (131031): the account was locked for a policy violation
+	// or because data in the request (such as the two-step PIN) did not match.
+	AccountLocked Code = 131031
+	// PaymentIssue (131042): business eligibility payment issue (no valid
+	// payment method, credit line over limit, and the like).
+	PaymentIssue Code = 131042
+	// AccountNotEligible (134011): the business account is not eligible for
+	// the requested operation.
+	AccountNotEligible Code = 134011
+)
+
+// General and server-side errors. For a send, several of these leave it
+// unknown whether Meta accepted the message (see Class.OutcomeUnknown).
+const (
+	// APIUnknown (1): invalid request or possible server error.
+	APIUnknown Code = 1
+	// APIService (2): temporary downtime or overload.
+	APIService Code = 2
+	// BusinessNumberDeleted (33): "Parameter value is not valid"; the business
+	// phone number has been deleted.
+	BusinessNumberDeleted Code = 33
+	// InvalidParameter (100): unsupported or misspelled parameter.
+	InvalidParameter Code = 100
+	// WABAManagementRateLimit (80008): too many calls to this WhatsApp
+	// Business Account (management endpoints).
+	WABAManagementRateLimit Code = 80008
+	// Experiment (130472): the message was not sent because the user's number
+	// is part of a marketing message experiment.
+	Experiment Code = 130472
+	// SomethingWentWrong (131000): the message failed for an unknown reason.
+	SomethingWentWrong Code = 131000
+	// AccessDenied (131005): permission was not granted or was removed.
+	AccessDenied Code = 131005
+	// MissingParameter (131008): a required parameter is missing.
+	MissingParameter Code = 131008
+	// InvalidParameterValue (131009): a parameter value is not valid.
+	InvalidParameterValue Code = 131009
+	// ServiceUnavailable (131016): a service is temporarily unavailable.
+	ServiceUnavailable Code = 131016
+	// RecipientIsSender (131021): the recipient phone number is the sender's.
+	RecipientIsSender Code = 131021
+	// Undeliverable (131026): the message could not be delivered (not a
+	// WhatsApp user, old client, terms not accepted, blocked, ...).
+	Undeliverable Code = 131026
+	// RecipientNotAllowed (131030): the recipient is not in the test number's
+	// allowed list.
+	RecipientNotAllowed Code = 131030
+	// DisplayNameApproval (131037): the number needs display name approval
+	// before it can send.
+	DisplayNameApproval Code = 131037
+	// IncorrectCertificate (131045): phone number registration error
+	// (incorrect certificate).
+	IncorrectCertificate Code = 131045
+	// ReEngagement (131047): more than 24 hours have passed since the user
+	// last wrote; only a template message can be sent.
+	ReEngagement Code = 131047
+	// MarketingLimit (131049): Meta chose not to deliver a marketing message
+	// to maintain healthy ecosystem engagement. The per-user budget is summed
+	// across all businesses, so pacing cannot help; retrying within 24 h
+	// extends the block.
+	MarketingLimit Code = 131049
+	// MarketingStopped (131050): the user stopped marketing messages from
+	// this business. Do not retry.
+	MarketingStopped Code = 131050
+	// UnsupportedMessageType (131051): the message type is not supported.
+	UnsupportedMessageType Code = 131051
+	// MediaDownload (131052): media sent by the user could not be downloaded.
+	MediaDownload Code = 131052
+	// MediaUpload (131053): media used in the message could not be uploaded.
+	MediaUpload Code = 131053
+	// Maintenance (131057): the business account is in maintenance mode, for
+	// example during a throughput upgrade (up to about a minute).
+	Maintenance Code = 131057
+	// UnsupportedCountry (131063): messages to users in the recipient's
+	// country are not supported for this business.
+	UnsupportedCountry Code = 131063
+	// GenericUserError (135000): generic user error.
+	GenericUserError Code = 135000
+	// MaintenanceMode (2494100): the business phone number is in maintenance
+	// mode (HTTP 503); wait and retry.
+	MaintenanceMode Code = 2494100
+)
+
+// Template and flow errors.
+const (
+	// TemplateParamCount (132000): the number of parameters does not match
+	// the template.
+	TemplateParamCount Code = 132000
+	// TemplateNotFound (132001): the template does not exist in that language
+	// or is not approved.
+	TemplateNotFound Code = 132001
+	// TemplateTooLong (132005): translated text is too long.
+	TemplateTooLong Code = 132005
+	// TemplateFormatPolicy (132007): the template's format character policy
+	// was violated.
+	TemplateFormatPolicy Code = 132007
+	// TemplateParamFormat (132012): a parameter's format does not match the
+	// template.
+	TemplateParamFormat Code = 132012
+	// TemplatePaused (132015): the template is paused for low quality.
+	TemplatePaused Code = 132015
+	// TemplateDisabled (132016): the template was paused too many times and
+	// is permanently disabled.
+	TemplateDisabled Code = 132016
+	// TemplateParamsInvalid (132018): there is an issue with the template's
+	// parameters.
+	TemplateParamsInvalid Code = 132018
+	// FlowBlocked (132068): the flow is in a blocked state.
+	FlowBlocked Code = 132068
+	// FlowThrottled (132069): the flow is in a throttled state and its hourly
+	// allowance of messages is spent.
+	FlowThrottled Code = 132069
+)
+
+// Registration errors (phone number registration and two-step verification).
+const (
+	// IncompleteDeregistration (133000): a previous deregistration failed.
+	IncompleteDeregistration Code = 133000
+	// RegistrationServerUnavailable (133004): server temporarily unavailable.
+	RegistrationServerUnavailable Code = 133004
+	// PINMismatch (133005): two-step verification PIN mismatch.
+	PINMismatch Code = 133005
+	// ReverificationNeeded (133006): the phone number must be verified again.
+	ReverificationNeeded Code = 133006
+	// TooManyPINGuesses (133008): too many two-step verification PIN guesses.
+	TooManyPINGuesses Code = 133008
+	// PINGuessedTooFast (133009): two-step verification PIN guessed too fast.
+	PINGuessedTooFast Code = 133009
+	// NotRegistered (133010): the phone number is not registered.
+	NotRegistered Code = 133010
+	// RegisterWait (133015): wait a few minutes before registering this
+	// recently deleted number again.
+	RegisterWait Code = 133015
+)

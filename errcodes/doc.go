@@ -1,0 +1,49 @@
+// Package errcodes classifies every WhatsApp Cloud API error code by what it
+// means for a sender: what must wait, whether waiting can help, and whether a
+// send that failed with it may have been accepted all the same.
+//
+// The HTTP status is no guide (Meta has returned both 400 and 429 for the
+// same throttling code); the code is. Following Meta's advice, decide on
+// Code and the details text, not on the status or the deprecated subcode.
+//
+// # Model
+//
+// Every code maps to a [Class] through [Lookup], which is total: a code
+// wapace does not know gets a conservative class (not retryable, scope
+// unknown, Known false). The class's [Scope] says what else must wait:
+//
+//	131056 pair rate limit       ScopePair         only this sender-recipient pair
+//	130429 throughput            ScopePhoneNumber  this business number
+//	131057 maintenance           ScopePhoneNumber  this number, about a minute
+//	4      app rate limit        ScopeApp          this app's calls
+//	80007  WABA rate limit       ScopeWABA         calls against this WABA
+//	131049 per-user marketing    ScopeRecipient    this user, at least 24 h
+//	131048 spam rate limit       ScopeBusiness     the account; quality, not pacing
+//	100    invalid parameter     ScopeRequest      nothing; fix the request
+//
+// Class.OutcomeUnknown marks the answers (1, 2, 131000, 131016) that do not
+// prove Meta refused a message: resending after one of them may deliver it
+// twice.
+//
+// # Errors
+//
+// [Code] implements error, so the constants are sentinels, and [*Error]
+// unwraps to its Code:
+//
+//	if errors.Is(err, errcodes.PairRateLimit) { ... }
+//
+//	var e *errcodes.Error
+//	if errors.As(err, &e) {
+//		log.Println(e.Class().Scope, e.FBTraceID)
+//	}
+//
+// [Parse] and [ParseWebhook] return a [*ParseError], matched by
+// [ErrNotGraphError], for input that is not a Graph error object. Error
+// strings never quote Meta's free text, which may contain a phone number.
+//
+// # Sources
+//
+// Titles follow Meta's Cloud API error code reference; the Throttling flag
+// follows its "Throttling errors" group. The waits come from Meta's pages on
+// per-user marketing limits (131049) and throughput upgrades (131057).
+package errcodes

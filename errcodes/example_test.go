@@ -1,0 +1,53 @@
+package errcodes_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wapace/wapace/errcodes"
+)
+
+func Example() {
+	body := []byte(`{"error":{"message":"(#131056) (Business Account, Consumer Account) pair rate limit hit",` +
+		`"type":"OAuthException","code":131056,"fbtrace_id":"AbC1"}}`)
+	e, err := errcodes.Parse(400, body)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sendErr := fmt.Errorf("send to customer: %w", e)
+
+	// Branch on the code with errors.Is...
+	fmt.Println(errors.Is(sendErr, errcodes.PairRateLimit))
+	// ...and reach the details with errors.As.
+	var ge *errcodes.Error
+	if errors.As(sendErr, &ge) {
+		cl := ge.Class()
+		fmt.Println(cl.Scope, cl.Retryable, cl.Throttling)
+	}
+	// Output:
+	// true
+	// pair true true
+}
+
+func ExampleLookup() {
+	for _, c := range []errcodes.Code{errcodes.PairRateLimit, errcodes.ThroughputLimit, errcodes.MarketingLimit, errcodes.Maintenance, 424242} {
+		cl := errcodes.Lookup(c)
+		fmt.Printf("%d known=%v scope=%v retryable=%v wait=%v\n", c, cl.Known, cl.Scope, cl.Retryable, cl.Wait)
+	}
+	// Output:
+	// 131056 known=true scope=pair retryable=true wait=0s
+	// 130429 known=true scope=phone_number retryable=true wait=0s
+	// 131049 known=true scope=recipient retryable=true wait=24h0m0s
+	// 131057 known=true scope=phone_number retryable=true wait=1m0s
+	// 424242 known=false scope=unknown retryable=false wait=0s
+}
+
+func ExampleParse_notGraph() {
+	_, err := errcodes.Parse(502, []byte("<html>Bad Gateway</html>"))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, errcodes.ErrNotGraphError))
+	// Output:
+	// errcodes: http 502 body is not a Graph API error: invalid JSON
+	// true
+}
