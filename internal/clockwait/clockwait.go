@@ -1,0 +1,33 @@
+// Package clockwait waits on an injected clock in a select with a context,
+// the one way wapace's packages block.
+package clockwait
+
+import (
+	"context"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Sleep waits d on c, or until ctx is done, whichever comes first. It
+// returns nil after the full wait and ctx's error otherwise; the timer is
+// stopped either way. A d of zero or less returns at once (nil, unless ctx
+// is already done).
+func Sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.Timer(d)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// Until waits on c until the instant at, or until ctx is done.
+func Until(ctx context.Context, c clock.Clock, at time.Time) error {
+	return Sleep(ctx, c, at.Sub(c.Now()))
+}
