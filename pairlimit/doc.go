@@ -1,0 +1,80 @@
+// Package pairlimit paces sends per (business number, recipient) pair so
+// that Meta's pair rate limit, error 131056, never fires from wapace's own
+// traffic, and holds only the failing pair when it fires anyway.
+//
+// Meta's rule: a business phone number may send 1 message every 6 s to the
+// same WhatsApp user, and a burst of up to 45 in 6 s is accepted, but the
+// burst borrows from future quota: after a burst of n, that pair must stay
+// silent until n x 6 s have passed since the burst began (a burst of 20
+// means about 2 minutes). The 131056 then hits the next, innocent message,
+// minutes after the burst that caused it. A plain token bucket of 45 gets
+// this wrong: it would keep sending right after a burst of 20. Other
+// recipients are never affected, so an account-wide limiter at the pair rate
+// (0.17/s) would cap a whole number at 10 messages a minute.
+//
+// # Model
+//
+// Per pair, the state is due (when the debt is repaid), burstStart, burstLen.
+// A send at t:
+//
+//   - if t >= due: accepted; a new burst begins: burstStart = t, burstLen = 1,
+//     due = t + Interval;
+//   - else if t < burstStart + BurstWindow and burstLen < Burst: accepted,
+//     joins the burst: burstLen++, due += Interval;
+//   - else: refused (that is a 131056). A refused send changes nothing.
+//
+// [Policy]{Interval: 6 s, Burst: 45, BurstWindow: 6 s} is Meta's documented
+// rule ([Meta]). [Replay] runs a log of sends through exactly this model.
+//
+// # Pacing
+//
+// A [Limiter] schedules sends so that the model never refuses them. Each
+// reservation of n messages sent together (n > 1 is a multi-bubble reply)
+// starts a burst when the pair's debt is repaid, and leaves the pair owing
+// n x Interval plus a safety margin. A burst is never joined after the fact:
+// messages go together only when asked for together, because the debt of an
+// accidental burst lands on a later message. A lone sender is therefore
+// spaced exactly Interval + margin apart.
+//
+// The margin ([DefaultMargin], 250 ms; see [WithMargin]) absorbs network
+// jitter: Meta sees when requests arrive, not when they leave, and two
+// requests that arrive closer than they were sent would join one burst at
+// Meta and owe more than the limiter thinks. A burst cap ([WithBurstCap])
+// lowers the largest n a reservation may hold.
+//
+// When Meta answers 131056 anyway (another process sends on the same number,
+// or a clock drifted), [Limiter.Refused] holds that pair for Meta's 4^X
+// seconds ([backoff.Meta]), X counting its consecutive refusals;
+// [Limiter.Accepted] resets the count. Other pairs are untouched.
+//
+// The decision is a pure function of one pair's small state, the instant and
+// n, so that the same rule can later run in a shared store (one script per
+// decision) for senders that span several processes.
+//
+// # Time
+//
+// Every decision has an explicit-time form (AllowN(t, ...), ReserveN(t, ...),
+// CancelAt(t)); the short forms read the limiter's clock
+// ([github.com/benbjohnson/clock], real by default, set with [WithClock]).
+// [Limiter.WaitN] waits on that clock in a select with the context, so it
+// runs under testing/synctest and with a clock.Mock alike. No goroutine is
+// started: stale pairs are evicted lazily inside the calls.
+//
+// # Errors
+//
+// [NewPair] rejects what cannot be a phone number with a [*NumberError]
+// (matching [ErrInvalidNumber]); its message never repeats the number.
+// [Limiter.WaitN] fails at once with [ErrBurstTooLarge], [ErrInvalidCount],
+// [ErrZeroPair], or [ErrDeadline] when the wait cannot end before the
+// context's deadline:
+//
+//	if err := lim.WaitN(ctx, pair, 3); errors.Is(err, pairlimit.ErrDeadline) {
+//		// too late for this reply: nothing was reserved
+//	}
+//
+// # Forensics
+//
+// Log the instant of every send per pair. When a 131056 arrives, [Replay]
+// the pair's log: the refused send's [Verdict] names the burst that spent the
+// quota (its start and length) and the debt still owed at that moment.
+package pairlimit
