@@ -3,6 +3,8 @@ package pairlimit
 import (
 	"errors"
 	"strconv"
+
+	"github.com/wapace/wapace/internal/phone"
 )
 
 // ErrInvalidNumber is matched (with errors.Is) by every error NewPair
@@ -46,23 +48,30 @@ type Pair struct {
 // national number ("0690000001") is rejected rather than guessed at: its
 // country cannot be known.
 func NewPair(from, to string) (Pair, error) {
-	f, err := parseFrom(from)
+	f, err := phone.ParseFrom(from)
 	if err != nil {
-		return Pair{}, err
+		return Pair{}, numberError(err)
 	}
-	r, err := parseRecipient(to)
+	r, err := phone.ParseRecipient(to)
 	if err != nil {
-		return Pair{}, err
+		return Pair{}, numberError(err)
 	}
 	return Pair{from: f, to: r}, nil
+}
+
+func numberError(err error) error {
+	if pe, ok := err.(*phone.Error); ok {
+		return &NumberError{Field: pe.Field, Reason: pe.Reason}
+	}
+	return err
 }
 
 // NormalizeRecipient returns the digits NewPair keys a recipient on, or a
 // *NumberError.
 func NormalizeRecipient(to string) (string, error) {
-	r, err := parseRecipient(to)
+	r, err := phone.ParseRecipient(to)
 	if err != nil {
-		return "", err
+		return "", numberError(err)
 	}
 	return strconv.FormatUint(r, 10), nil
 }
@@ -92,72 +101,4 @@ func MaskRecipient(s string) string {
 		b[i] = '*'
 	}
 	return string(b)
-}
-
-func parseFrom(s string) (uint64, error) {
-	if s == "" {
-		return 0, &NumberError{Field: "from", Reason: "empty phone number ID"}
-	}
-	if len(s) > 19 {
-		return 0, &NumberError{Field: "from", Reason: "phone number ID longer than 19 digits"}
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, &NumberError{Field: "from", Reason: "phone number ID must be digits only"}
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if n == 0 {
-		return 0, &NumberError{Field: "from", Reason: "phone number ID is zero"}
-	}
-	return n, nil
-}
-
-func parseRecipient(s string) (uint64, error) {
-	var (
-		n      uint64
-		digits int
-		seen   bool // a digit or separator came before: "+" is allowed only first
-	)
-	start := 0
-	for start < len(s) && s[start] == ' ' {
-		start++
-	}
-	if start < len(s) && s[start] == '+' {
-		start++
-	}
-	for i := start; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if digits == 0 && c == '0' {
-				// "00" is the international call prefix; a single leading 0
-				// is a national trunk prefix and cannot be resolved.
-				if i+1 < len(s) && s[i+1] == '0' && !seen {
-					i++
-					seen = true
-					continue
-				}
-				return 0, &NumberError{Field: "to", Reason: "national format (leading 0); use the international format with country code"}
-			}
-			digits++
-			if digits > 15 {
-				return 0, &NumberError{Field: "to", Reason: "more than 15 digits"}
-			}
-			n = n*10 + uint64(c-'0')
-		case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '/' || c == '\t':
-			// separator
-		case c == '+':
-			return 0, &NumberError{Field: "to", Reason: "'+' is allowed only at the start"}
-		default:
-			return 0, &NumberError{Field: "to", Reason: "contains a character that is not a digit or separator"}
-		}
-		seen = true
-	}
-	if digits < 7 {
-		return 0, &NumberError{Field: "to", Reason: "has " + strconv.Itoa(digits) + " digits, want 7 to 15"}
-	}
-	return n, nil
 }
