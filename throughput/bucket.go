@@ -1,0 +1,138 @@
+package throughput
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/internal/clockwait"
+	"golang.org/x/time/rate"
+)
+
+// hold is an instant before which nothing is admitted. The zero hold holds
+// nothing. It is safe for concurrent use.
+type hold struct {
+	until atomic.Int64 // unix ns
+}
+
+// extend moves the end of the hold to until, unless it already ends later.
+func (h *hold) extend(until time.Time) {
+	u := until.UnixNano()
+	for {
+		cur := h.until.Load()
+		if cur >= u || h.until.CompareAndSwap(cur, u) {
+			return
+		}
+	}
+}
+
+// at returns t, or the end of the hold if that is later.
+func (h *hold) at(t time.Time) time.Time {
+	if u := h.until.Load(); u > t.UnixNano() {
+		return time.Unix(0, u)
+	}
+	return t
+}
+
+// get returns the end of the hold, or the zero Time if there never was one.
+func (h *hold) get() time.Time {
+	if u := h.until.Load(); u != 0 {
+		return time.Unix(0, u)
+	}
+	return time.Time{}
+}
+
+// reserve reserves n tokens of lim at the instant at. A reservation of more
+// than lim's burst comes back not OK from lim itself.
+func reserve(lim *rate.Limiter, c clock.Clock, at time.Time, n int) Reservation {
+	if n < 1 {
+		return Reservation{}
+	}
+	r := lim.ReserveN(at, n) // inlined: the *rate.Reservation does not escape
+	if !r.OK() {
+		return Reservation{}
+	}
+	return Reservation{r: *r, ok: true, clock: c, at: at, delay: r.DelayFrom(at)}
+}
+
+// waitN is WaitN for anything that reserves: reserve at now, fail at once if
+// the wait cannot fit before ctx's deadline, wait on c, give back on cancel.
+func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(time.Time, int) Reservation) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := c.Now()
+	r := reserveN(now, n)
+	if !r.OK() {
+		return fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
+	}
+	delay := r.DelayFrom(now)
+	if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
+		r.CancelAt(now)
+		return fmt.Errorf("throughput: must wait %v: %w", delay, ErrDeadline)
+	}
+	if err := clockwait.Sleep(ctx, c, delay); err != nil {
+		r.CancelAt(c.Now())
+		return err
+	}
+	return nil
+}
+
+// Reservation is a Limiter's or a Budget's promise that n sends or calls
+// may go at a given instant.
+type Reservation struct {
+	r     rate.Reservation // a copy: CancelAt acts on the limiter it points to
+	ok    bool
+	clock clock.Clock
+	at    time.Time     // when it was decided
+	delay time.Duration // from at to the time to act
+}
+
+// OK reports whether the limiter can honour the reservation.
+func (r Reservation) OK() bool { return r.ok }
+
+// TimeToAct returns when the sends may go (zero if not OK).
+func (r Reservation) TimeToAct() time.Time {
+	if !r.ok {
+		return time.Time{}
+	}
+	return r.at.Add(r.delay)
+}
+
+// DelayFrom returns how long after t the sends may go; zero means at once.
+// It is [rate.InfDuration] for a reservation that is not OK.
+func (r Reservation) DelayFrom(t time.Time) time.Duration {
+	if !r.ok {
+		return rate.InfDuration
+	}
+	if t.Equal(r.at) {
+		return r.delay
+	}
+	return max(r.at.Add(r.delay).Sub(t), 0)
+}
+
+// Delay is shorthand for DelayFrom(clock.Now()).
+func (r Reservation) Delay() time.Duration {
+	if !r.ok {
+		return rate.InfDuration
+	}
+	return r.DelayFrom(r.clock.Now())
+}
+
+// CancelAt gives the reservation back at t, as [rate.Reservation.CancelAt]
+// does: the tokens return to the bucket unless later reservations depend on
+// them or the reservation's time has passed.
+func (r Reservation) CancelAt(t time.Time) {
+	if r.ok {
+		r.r.CancelAt(t)
+	}
+}
+
+// Cancel is shorthand for CancelAt(clock.Now()).
+func (r Reservation) Cancel() {
+	if r.ok {
+		r.r.CancelAt(r.clock.Now())
+	}
+}

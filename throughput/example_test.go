@@ -1,0 +1,59 @@
+package throughput_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/throughput"
+)
+
+func ExampleLimiter() {
+	lim := throughput.New(throughput.Default) // 80 messages/s
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var last time.Time
+	for range 800 {
+		last = lim.ReserveN(start, 1).TimeToAct()
+	}
+	fmt.Println("burst:", lim.Burst(), "per second:", lim.PerSecond())
+	fmt.Println("800 sends take", last.Sub(start).Round(time.Millisecond))
+
+	hold := lim.Refused(last, errcodes.ThroughputLimit) // Meta answered 130429
+	fmt.Println("after a 130429 the number waits", hold)
+	// Output:
+	// burst: 4 per second: 80
+	// 800 sends take 10.474s
+	// after a 130429 the number waits 1s
+}
+
+func ExampleTier() {
+	tier := throughput.NewTier(3) // a tiny tier, for the example
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i, to := range []string{"+237 690 00 00 01", "+237 690 00 00 02", "237690000001", "+237 690 00 00 03", "+237 690 00 00 04"} {
+		ok, retryAt := tier.Admit(start.Add(time.Duration(i)*time.Hour), to)
+		if ok {
+			fmt.Println(to, "admitted")
+		} else {
+			fmt.Println(to, "refused until", retryAt.Sub(start))
+		}
+	}
+	// Output:
+	// +237 690 00 00 01 admitted
+	// +237 690 00 00 02 admitted
+	// 237690000001 admitted
+	// +237 690 00 00 03 admitted
+	// +237 690 00 00 04 refused until 25h0m0s
+}
+
+func ExampleParseUsage() {
+	header := `{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"total_cputime":20,"total_time":20,"estimated_time_to_regain_access":12}]}`
+	usage, err := throughput.ParseUsage(header)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b := throughput.NewBudget(throughput.BudgetDefault)
+	fmt.Println(usage[0].Type, usage[0].MaxPercent(), "% used, hold", b.Observe(time.Now(), usage))
+	// Output:
+	// whatsapp_business_management 100 % used, hold 12m0s
+}
