@@ -474,6 +474,21 @@ func (r Reservation) CancelAt(t time.Time) {
 	if !r.ok || t.UnixNano() > r.act {
 		return
 	}
+	r.giveBack()
+}
+
+// Refund gives the reservation back whatever the time, because none of its
+// messages counted: Meta refused the first of them (with 131056, 130429 or
+// any other error), and a refused send changes nothing at Meta. Like
+// CancelAt, it restores nothing when a later reservation or hold depends on
+// this one. Call Refused after it to apply a 131056 hold.
+func (r Reservation) Refund() {
+	if r.ok {
+		r.giveBack()
+	}
+}
+
+func (r Reservation) giveBack() {
 	sh := r.lim.lock(r.pair)
 	defer sh.mu.Unlock()
 	s, ok := sh.m[r.pair.to]

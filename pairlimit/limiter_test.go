@@ -391,3 +391,21 @@ func TestPolicyDefaults(t *testing.T) {
 		t.Errorf("negative margin = %v, want 0", got)
 	}
 }
+
+func TestRefund(t *testing.T) {
+	t.Parallel()
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(0))
+	p := mustPair(t, "1001", "237690000001")
+	lim.ReserveN(t0, p, 1)
+	r := lim.ReserveN(t0, p, 1) // acts at +6s
+	// Meta refused it at +6.1s: the slot comes back, then the hold applies.
+	r.Refund()
+	if h := lim.Refused(t0.Add(6100*time.Millisecond), p); h != time.Second {
+		t.Fatalf("hold = %v", h)
+	}
+	if got := lim.ReserveN(t0.Add(6100*time.Millisecond), p, 1).TimeToAct().Sub(t0); got != 7100*time.Millisecond {
+		t.Errorf("retry acts at +%v, want +7.1s (the refused send owes nothing)", got)
+	}
+	var zero pairlimit.Reservation
+	zero.Refund() // harmless
+}

@@ -11,34 +11,49 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// hold is an instant before which nothing is admitted. The zero hold holds
-// nothing. It is safe for concurrent use.
-type hold struct {
-	until atomic.Int64 // unix ns
+// timeline keeps the instants a rate.Limiter is asked at in order, and a
+// hold before which nothing is admitted. It is safe for concurrent use.
+//
+// rate.Limiter's explicit-time methods assume that time never goes back:
+// asked at an instant before the last one, it moves its notion of "last"
+// back and later credits the same refill twice (CancelAt does the same), so
+// a bucket fed out-of-order instants can admit more than its rate. Every
+// call therefore goes through at, which never returns an instant before
+// one it returned already.
+type timeline struct {
+	hold atomic.Int64 // unix ns; nothing is admitted before it
+	last atomic.Int64 // unix ns; the latest instant handed to the limiter
 }
 
 // extend moves the end of the hold to until, unless it already ends later.
-func (h *hold) extend(until time.Time) {
-	u := until.UnixNano()
+func (tl *timeline) extend(until time.Time) { raise(&tl.hold, until.UnixNano()) }
+
+func raise(v *atomic.Int64, to int64) int64 {
 	for {
-		cur := h.until.Load()
-		if cur >= u || h.until.CompareAndSwap(cur, u) {
-			return
+		cur := v.Load()
+		if cur >= to || v.CompareAndSwap(cur, to) {
+			return max(cur, to)
 		}
 	}
 }
 
-// at returns t, or the end of the hold if that is later.
-func (h *hold) at(t time.Time) time.Time {
-	if u := h.until.Load(); u > t.UnixNano() {
-		return time.Unix(0, u)
+// at returns the instant to ask the limiter at for a call at t: t, or the
+// end of the hold, or the latest instant already used, whichever is latest.
+func (tl *timeline) at(t time.Time) time.Time {
+	n := max(t.UnixNano(), tl.hold.Load())
+	if m := raise(&tl.last, n); m != t.UnixNano() {
+		return time.Unix(0, m)
 	}
 	return t
 }
 
-// get returns the end of the hold, or the zero Time if there never was one.
-func (h *hold) get() time.Time {
-	if u := h.until.Load(); u != 0 {
+// held reports whether t falls inside the hold.
+func (tl *timeline) held(t time.Time) bool { return tl.hold.Load() > t.UnixNano() }
+
+// heldUntil returns the end of the hold, or the zero Time if there never
+// was one.
+func (tl *timeline) heldUntil() time.Time {
+	if u := tl.hold.Load(); u != 0 {
 		return time.Unix(0, u)
 	}
 	return time.Time{}
@@ -46,15 +61,16 @@ func (h *hold) get() time.Time {
 
 // reserve reserves n tokens of lim at the instant at. A reservation of more
 // than lim's burst comes back not OK from lim itself.
-func reserve(lim *rate.Limiter, c clock.Clock, at time.Time, n int) Reservation {
+func reserve(lim *rate.Limiter, tl *timeline, c clock.Clock, t time.Time, n int) Reservation {
 	if n < 1 {
 		return Reservation{}
 	}
+	at := tl.at(t)
 	r := lim.ReserveN(at, n) // inlined: the *rate.Reservation does not escape
 	if !r.OK() {
 		return Reservation{}
 	}
-	return Reservation{r: *r, ok: true, clock: c, at: at, delay: r.DelayFrom(at)}
+	return Reservation{r: *r, ok: true, tl: tl, clock: c, at: at, delay: r.DelayFrom(at)}
 }
 
 // waitN is WaitN for anything that reserves: reserve at now, fail at once if
@@ -84,6 +100,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(time.Time, i
 // may go at a given instant.
 type Reservation struct {
 	r     rate.Reservation // a copy: CancelAt acts on the limiter it points to
+	tl    *timeline
 	ok    bool
 	clock clock.Clock
 	at    time.Time     // when it was decided
@@ -123,16 +140,17 @@ func (r Reservation) Delay() time.Duration {
 
 // CancelAt gives the reservation back at t, as [rate.Reservation.CancelAt]
 // does: the tokens return to the bucket unless later reservations depend on
-// them or the reservation's time has passed.
+// them or the reservation's time has passed. An instant before one the
+// limiter was already asked at counts as that instant.
 func (r Reservation) CancelAt(t time.Time) {
 	if r.ok {
-		r.r.CancelAt(t)
+		r.r.CancelAt(r.tl.at(t))
 	}
 }
 
 // Cancel is shorthand for CancelAt(clock.Now()).
 func (r Reservation) Cancel() {
 	if r.ok {
-		r.r.CancelAt(r.clock.Now())
+		r.CancelAt(r.clock.Now())
 	}
 }

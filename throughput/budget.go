@@ -32,7 +32,7 @@ var budgetHolds = backoff.Exponential{Initial: time.Minute, Factor: 2, Max: time
 type Budget struct {
 	lim   *rate.Limiter
 	clock clock.Clock
-	hold  hold
+	tl    timeline
 
 	mu       sync.Mutex // protects refusals
 	refusals int
@@ -59,19 +59,19 @@ func NewBudget(callsPerHour int, opts ...Option) *Budget {
 
 // HeldUntil returns the end of the current hold, or the zero Time if the
 // budget was never held.
-func (b *Budget) HeldUntil() time.Time { return b.hold.get() }
+func (b *Budget) HeldUntil() time.Time { return b.tl.heldUntil() }
 
 // AllowN reports whether n calls may be made at t, and if so records them.
 func (b *Budget) AllowN(t time.Time, n int) bool {
-	if b.hold.at(t) != t {
+	if b.tl.held(t) {
 		return false
 	}
-	return b.lim.AllowN(t, n)
+	return b.lim.AllowN(b.tl.at(t), n)
 }
 
 // ReserveN reserves n calls asked at t and returns when they may be made.
 func (b *Budget) ReserveN(t time.Time, n int) Reservation {
-	return reserve(b.lim, b.clock, b.hold.at(t), n)
+	return reserve(b.lim, &b.tl, b.clock, t, n)
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be
@@ -95,7 +95,7 @@ func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
 		}
 	}
 	if d > 0 {
-		b.hold.extend(t.Add(d))
+		b.tl.extend(t.Add(d))
 	}
 	return d
 }
@@ -113,7 +113,7 @@ func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
 	d := budgetHolds.Delay(b.refusals)
 	b.refusals++
 	b.mu.Unlock()
-	b.hold.extend(t.Add(d))
+	b.tl.extend(t.Add(d))
 	return d
 }
 

@@ -117,7 +117,7 @@ type Limiter struct {
 	clock clock.Clock
 	opts  options
 
-	hold     hold         // no send is admitted before it ends
+	tl       timeline     // the hold, and instants in order for lim
 	degraded atomic.Bool  // the adaptive rate is below the configured one
 	burst    atomic.Int64 // lim's burst, read without taking lim's lock
 
@@ -178,7 +178,7 @@ func (l *Limiter) applyLocked(t time.Time) {
 func (l *Limiter) SetMPSAt(t time.Time, mps int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setLocked(t, mps)
+	l.setLocked(l.tl.at(t), mps)
 }
 
 // MPS returns the number's configured throughput.
@@ -201,15 +201,13 @@ func (l *Limiter) Burst() int { return int(l.burst.Load()) }
 
 // HeldUntil returns the instant a hold after 130429 or 131057 ends, or the
 // zero Time when the number is not held.
-func (l *Limiter) HeldUntil() time.Time { return l.hold.get() }
+func (l *Limiter) HeldUntil() time.Time { return l.tl.heldUntil() }
 
-// at returns the instant decisions asked at t are made at: t, or the end of
-// a hold. It also lets an adaptively lowered rate recover.
-func (l *Limiter) at(t time.Time) time.Time {
+// recoverAt lets an adaptively lowered rate recover by t.
+func (l *Limiter) recoverAt(t time.Time) {
 	if l.degraded.Load() {
 		l.recover(t)
 	}
-	return l.hold.at(t)
 }
 
 func (l *Limiter) recover(t time.Time) {
@@ -221,18 +219,18 @@ func (l *Limiter) recover(t time.Time) {
 	}
 	l.factor = min(1, l.factor+float64(steps)*recoverStep)
 	l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
-	l.applyLocked(t)
+	l.applyLocked(l.tl.at(t))
 	l.degraded.Store(l.factor < 1)
 }
 
 // AllowN reports whether n sends may be admitted at t, and if so records
 // them.
 func (l *Limiter) AllowN(t time.Time, n int) bool {
-	at := l.at(t)
-	if at != t {
+	l.recoverAt(t)
+	if l.tl.held(t) || n < 1 || int64(n) > l.burst.Load() {
 		return false
 	}
-	return n >= 1 && int64(n) <= l.burst.Load() && l.lim.AllowN(t, n)
+	return l.lim.AllowN(l.tl.at(t), n)
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
@@ -245,9 +243,10 @@ func (l *Limiter) ReserveN(t time.Time, n int) Reservation {
 	if n < 1 || int64(n) > l.burst.Load() {
 		return Reservation{}
 	}
-	at := l.at(t)
+	l.recoverAt(t)
+	at := l.tl.at(t)
 	r := l.lim.ReserveN(at, n) // inlined: the *rate.Reservation does not escape
-	return Reservation{r: *r, ok: r.OK(), clock: l.clock, at: at, delay: r.DelayFrom(at)}
+	return Reservation{r: *r, ok: r.OK(), tl: &l.tl, clock: l.clock, at: at, delay: r.DelayFrom(at)}
 }
 
 // Reserve is shorthand for ReserveN(clock.Now(), 1).
@@ -290,7 +289,7 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 		if l.opts.adaptive {
 			l.factor = max(l.factor*cutFactor, minFactor)
 			l.lastChange = t
-			l.applyLocked(t)
+			l.applyLocked(l.tl.at(t))
 			l.degraded.Store(true)
 		}
 	case errcodes.Maintenance, errcodes.MaintenanceMode:
@@ -299,7 +298,7 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 	default:
 		return 0
 	}
-	l.hold.extend(t.Add(hold))
+	l.tl.extend(t.Add(hold))
 	return hold
 }
 

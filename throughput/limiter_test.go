@@ -15,6 +15,7 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
 	"go.uber.org/goleak"
+	"pgregory.net/rapid"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -302,4 +303,49 @@ func TestReservationNotOK(t *testing.T) {
 	if got := throughput.New(1).PerSecond(); got != 1 {
 		t.Errorf("New(1).PerSecond() = %d", got)
 	}
+}
+
+// TestPropertyOutOfOrderInstants: rate.Limiter assumes instants never go
+// back; fed out-of-order instants and cancellations (concurrent callers,
+// holds in the future), it would credit the same refill twice. The Limiter
+// keeps its guarantee whatever order the instants come in.
+func TestPropertyOutOfOrderInstants(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		lim := throughput.New(throughput.Coexistence)
+		type kept struct {
+			r         throughput.Reservation
+			cancelled bool
+		}
+		var all []*kept
+		now := t0
+		for range rapid.IntRange(1, 300).Draw(t, "ops") {
+			now = now.Add(time.Duration(rapid.Int64Range(0, int64(200*time.Millisecond)).Draw(t, "advance")))
+			asked := now.Add(-time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "skew")))
+			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			case 0:
+				if len(all) > 0 {
+					k := all[rapid.IntRange(0, len(all)-1).Draw(t, "which")]
+					if !k.cancelled && k.r.TimeToAct().After(now) {
+						k.r.CancelAt(asked)
+						k.cancelled = true
+					}
+				}
+			case 1:
+				lim.Refused(asked, errcodes.ThroughputLimit)
+			default:
+				all = append(all, &kept{r: lim.ReserveN(asked, 1)})
+			}
+		}
+		var at []time.Time
+		for _, k := range all {
+			if !k.cancelled {
+				at = append(at, k.r.TimeToAct())
+			}
+		}
+		sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+		if got := maxInWindow(at, time.Second); got > throughput.Coexistence {
+			t.Fatalf("a 1 s window admitted %d sends, limit %d", got, throughput.Coexistence)
+		}
+	})
 }
