@@ -1,0 +1,316 @@
+package cloudapi
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/backoff"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// Defaults of a Client.
+const (
+	// DefaultBaseURL is Meta's Graph API host.
+	DefaultBaseURL = "https://graph.facebook.com"
+	// DefaultAPIVersion is the Graph API version requests name unless
+	// WithAPIVersion says otherwise.
+	DefaultAPIVersion = "v23.0"
+	// DefaultMaxAttempts bounds the requests made for one message: with
+	// Meta's 4^X schedule the waits between them add up to 341 s.
+	DefaultMaxAttempts = 6
+	// DefaultTimeout bounds one request when the Client builds its own
+	// *http.Client.
+	DefaultTimeout = 30 * time.Second
+	// maxBody caps what is read of a response.
+	maxBody = 1 << 20
+)
+
+// ErrInvalidOption is matched by the error New returns for a bad option.
+var ErrInvalidOption = errors.New("cloudapi: invalid option")
+
+// Client sends messages through the Cloud API within Meta's limits: the
+// pair rate limit (pairlimit), each business number's throughput and the
+// app's call budget (throughput), and optionally the portfolio's messaging
+// tier. It is safe for concurrent use by multiple goroutines; concurrent
+// sends share the limits. It starts no goroutine.
+type Client struct {
+	token      string
+	baseURL    string // without a trailing slash
+	version    string
+	hc         *http.Client
+	clock      clock.Clock
+	log        *slog.Logger
+	observer   func(Event)
+	pairs      *pairlimit.Limiter
+	tier       *throughput.Tier
+	budget     *throughput.Budget
+	schedule   backoff.Schedule
+	attempts   int
+	defaultMPS int
+	mpsFor     map[string]int
+	tpOpts     []throughput.Option
+	salt       []byte // keys the pair pseudonyms in logs
+	newKey     func() string
+
+	mu      sync.Mutex                     // protects numbers
+	numbers map[string]*throughput.Limiter // by phone number ID
+}
+
+// Option configures a Client. Options are validated by New.
+type Option func(*Client) error
+
+var versionRE = regexp.MustCompile(`^v[0-9]{1,3}\.[0-9]{1,3}$`)
+
+// WithBaseURL sends requests to base (default DefaultBaseURL), for example
+// a cloudapitest server's URL. It must be an absolute http or https URL.
+func WithBaseURL(base string) Option {
+	return func(c *Client) error {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%w: base URL must be an absolute http or https URL", ErrInvalidOption)
+		}
+		c.baseURL = strings.TrimRight(u.String(), "/")
+		return nil
+	}
+}
+
+// WithAPIVersion names the Graph API version, such as "v23.0".
+func WithAPIVersion(v string) Option {
+	return func(c *Client) error {
+		if !versionRE.MatchString(v) {
+			return fmt.Errorf("%w: API version must look like v23.0", ErrInvalidOption)
+		}
+		c.version = v
+		return nil
+	}
+}
+
+// WithHTTPClient makes requests with a copy of hc; hc itself is never
+// changed. The default has a DefaultTimeout timeout.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return fmt.Errorf("%w: nil *http.Client", ErrInvalidOption)
+		}
+		cp := *hc
+		c.hc = &cp
+		return nil
+	}
+}
+
+// WithClock makes the Client, and the limiters it builds itself, read time
+// from and wait on clk (the real clock by default). Limiters passed with
+// WithPairLimiter, WithTier or WithBudget keep their own clocks: give them
+// the same one.
+func WithClock(clk clock.Clock) Option {
+	return func(c *Client) error {
+		if clk == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithLogger logs every attempt to l (nothing is logged by default): the
+// instant, the business number, the recipient masked and a per-client
+// pseudonym of the pair, the wamid, Meta's code, the attempt and the wait.
+// Tokens never appear.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithObserver calls f with every attempt's Event, for metrics. f must not
+// block.
+func WithObserver(f func(Event)) Option {
+	return func(c *Client) error {
+		c.observer = f
+		return nil
+	}
+}
+
+// WithPairLimiter paces pairs with l instead of a limiter the Client builds
+// with pairlimit.Meta. Share one limiter between clients that send on the
+// same numbers.
+func WithPairLimiter(l *pairlimit.Limiter) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil pair limiter", ErrInvalidOption)
+		}
+		c.pairs = l
+		return nil
+	}
+}
+
+// WithThroughput sets the messages per second of every business number
+// (default throughput.Default, 80), and options for their limiters such as
+// throughput.WithHeadroom.
+func WithThroughput(mps int, opts ...throughput.Option) Option {
+	return func(c *Client) error {
+		if mps < 1 {
+			return fmt.Errorf("%w: throughput must be at least 1 message per second", ErrInvalidOption)
+		}
+		c.defaultMPS = mps
+		c.tpOpts = opts
+		return nil
+	}
+}
+
+// WithNumberThroughput sets the throughput of one business number, such as
+// throughput.Upgraded or throughput.Coexistence.
+func WithNumberThroughput(phoneNumberID string, mps int) Option {
+	return func(c *Client) error {
+		if mps < 1 {
+			return fmt.Errorf("%w: throughput must be at least 1 message per second", ErrInvalidOption)
+		}
+		if _, err := pairlimit.NewPair(phoneNumberID, "1000000"); err != nil {
+			return fmt.Errorf("%w: phone number ID must be digits", ErrInvalidOption)
+		}
+		c.mpsFor[phoneNumberID] = mps
+		return nil
+	}
+}
+
+// WithTier admits business-initiated templates against t, the messaging
+// tier of the portfolio (shared by its numbers). Without it, no tier check
+// is made.
+func WithTier(t *throughput.Tier) Option {
+	return func(c *Client) error {
+		c.tier = t
+		return nil
+	}
+}
+
+// WithBudget holds sends while t, the app's call budget against the WABA,
+// is held after errors 4, 80007 or 80008 or a usage header at 100 %. The
+// default is a budget of throughput.BudgetActiveWABA.
+func WithBudget(b *throughput.Budget) Option {
+	return func(c *Client) error {
+		if b == nil {
+			return fmt.Errorf("%w: nil budget", ErrInvalidOption)
+		}
+		c.budget = b
+		return nil
+	}
+}
+
+// WithRetry sets the least wait before a refused message is retried (the
+// limits' own holds may make it longer) and the most requests made for one
+// message. The defaults are backoff.Meta and DefaultMaxAttempts.
+func WithRetry(s backoff.Schedule, maxAttempts int) Option {
+	return func(c *Client) error {
+		if s == nil || maxAttempts < 1 {
+			return fmt.Errorf("%w: retry needs a schedule and at least 1 attempt", ErrInvalidOption)
+		}
+		c.schedule, c.attempts = s, maxAttempts
+		return nil
+	}
+}
+
+// WithIdempotencyKeys generates the keys of messages that have none with
+// f (default: 16 random bytes in hex).
+func WithIdempotencyKeys(f func() string) Option {
+	return func(c *Client) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil key generator", ErrInvalidOption)
+		}
+		c.newKey = f
+		return nil
+	}
+}
+
+// New returns a Client that authenticates with token (a system user or
+// business access token). The token travels only in the Authorization
+// header and never appears in an error or a log line.
+func New(token string, opts ...Option) (*Client, error) {
+	if token == "" {
+		return nil, fmt.Errorf("%w: empty access token", ErrInvalidOption)
+	}
+	for _, r := range token {
+		if r <= ' ' || r == 0x7f {
+			return nil, fmt.Errorf("%w: access token contains white space or control characters", ErrInvalidOption)
+		}
+	}
+	c := &Client{
+		token:      token,
+		baseURL:    DefaultBaseURL,
+		version:    DefaultAPIVersion,
+		hc:         &http.Client{Timeout: DefaultTimeout},
+		clock:      clock.New(),
+		log:        slog.New(slog.DiscardHandler),
+		schedule:   backoff.Meta,
+		attempts:   DefaultMaxAttempts,
+		defaultMPS: throughput.Default,
+		mpsFor:     map[string]int{},
+		newKey:     randomKey,
+		numbers:    map[string]*throughput.Limiter{},
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.pairs == nil {
+		c.pairs = pairlimit.New(pairlimit.Meta, pairlimit.WithClock(c.clock))
+	}
+	if c.budget == nil {
+		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithClock(c.clock))
+	}
+	c.salt = make([]byte, 16)
+	_, _ = rand.Read(c.salt)
+	return c, nil
+}
+
+// Number returns the throughput limiter of business number phoneNumberID,
+// creating it on first use, so that callers can change its rate after an
+// upgrade (SetMPSAt) or inspect its holds.
+func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.numbers[phoneNumberID]
+	if !ok {
+		mps, ok := c.mpsFor[phoneNumberID]
+		if !ok {
+			mps = c.defaultMPS
+		}
+		l = throughput.New(mps, append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)...)
+		c.numbers[phoneNumberID] = l
+	}
+	return l
+}
+
+// Pairs returns the Client's pair limiter.
+func (c *Client) Pairs() *pairlimit.Limiter { return c.pairs }
+
+func randomKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// pseudonym names a pair in logs without revealing the recipient: stable
+// for one Client, unlinkable across clients.
+func (c *Client) pseudonym(p pairlimit.Pair) string {
+	m := hmac.New(sha256.New, c.salt)
+	m.Write([]byte(p.From() + ">" + p.To()))
+	return hex.EncodeToString(m.Sum(nil)[:6])
+}

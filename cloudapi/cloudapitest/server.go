@@ -1,0 +1,542 @@
+// Package cloudapitest is a fake WhatsApp Cloud API for tests: it serves
+// /{version}/{phone-number-id}/messages with Meta's JSON for success and
+// errors and enforces its own reading of Meta's limits, so that a sender can
+// be tested offline, on simulated time.
+//
+// The fake implements the rules itself (it does not import pairlimit or
+// throughput), so the library and the fake check each other:
+//
+//   - the pair rule: 1 message every 6 s per (number, recipient), bursts of
+//     up to 45 within 6 s accepted against future quota; a send while the
+//     pair owes and outside the burst is refused with 131056;
+//   - throughput: more than the number's messages per second within any
+//     closed one-second window is refused with 130429;
+//   - the messaging tier (when set): templates to more unique recipients in
+//     24 h than the limit are refused (Meta documents no code for this; the
+//     fake answers 131064 unless told otherwise).
+//
+// Refused requests change nothing, as at Meta. Failures can be scripted
+// (FailNext, Script, Maintenance), every request is recorded with its
+// instant (Requests), and signed status webhooks can be posted to a handler.
+//
+// # Time
+//
+// The fake reads a clock.Clock shared with the code under test (the real
+// clock by default, which testing/synctest fakes). Client returns an
+// *http.Client whose in-memory transport needs no socket, so tests run
+// inside a synctest bubble; URL starts a real httptest.Server for code that
+// must dial.
+package cloudapitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/errcodes"
+)
+
+// BaseURL is the base URL to give a client that uses Server.Client: the
+// in-memory transport ignores the host.
+const BaseURL = "http://cloudapitest.invalid"
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithClock makes the server read time from c; share it with the code
+// under test.
+func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
+
+// WithToken makes the server answer 401 (code 190) unless requests carry
+// "Authorization: Bearer token". Without it any bearer token is accepted.
+func WithToken(token string) Option { return func(s *Server) { s.token = token } }
+
+// WithAppSecret sets the app secret status webhooks are signed with.
+func WithAppSecret(secret string) Option { return func(s *Server) { s.appSecret = secret } }
+
+// WithThroughput sets every number's messages per second (default 80).
+func WithThroughput(mps int) Option { return func(s *Server) { s.mps = mps } }
+
+// WithNumberThroughput sets one number's messages per second.
+func WithNumberThroughput(phoneNumberID string, mps int) Option {
+	return func(s *Server) { s.mpsFor[phoneNumberID] = mps }
+}
+
+// WithTier refuses templates to more than limit unique recipients per
+// rolling 24 h (all numbers together), with code (0 means 131064).
+func WithTier(limit int, code errcodes.Code) Option {
+	return func(s *Server) {
+		s.tierLimit = limit
+		if code == 0 {
+			code = errcodes.BusinessRateLimit
+		}
+		s.tierCode = code
+	}
+}
+
+// WithPairRule replaces Meta's pair rule (6 s, 45, 6 s).
+func WithPairRule(interval time.Duration, burst int, window time.Duration) Option {
+	return func(s *Server) { s.interval, s.burst, s.window = interval, burst, window }
+}
+
+// Request is one request the server received, with what it answered.
+type Request struct {
+	// At is the instant the server handled it.
+	At time.Time
+	// PhoneNumberID is the business number in the path.
+	PhoneNumberID string
+	// To is the recipient's digits ("" for a read receipt).
+	To string
+	// Type is the message type ("read" for a read receipt).
+	Type string
+	// CallbackData is biz_opaque_callback_data.
+	CallbackData string
+	// Status is the HTTP status answered (0 when the connection was reset).
+	Status int
+	// Accepted reports whether the server accepted the message.
+	Accepted bool
+	// Code is the error code answered when not accepted.
+	Code errcodes.Code
+	// MessageID is the wamid answered when accepted.
+	MessageID string
+	// Body is the raw request body.
+	Body []byte
+}
+
+// Failure is a scripted answer.
+type Failure struct {
+	// To limits the failure to one recipient's digits; "" matches any.
+	To string
+	// Code answers a Graph error with this code.
+	Code errcodes.Code
+	// Status is the HTTP status: with Code, 400 if zero; without Code, a
+	// bare status with a non-Graph body (a proxy's 502, say).
+	Status int
+	// Reset accepts the message, then drops the connection before
+	// answering: the client cannot know the outcome.
+	Reset bool
+	// Hang accepts the message, then answers nothing until the request's
+	// context ends (a timeout).
+	Hang bool
+}
+
+// Server is a fake Cloud API. It is safe for concurrent use.
+type Server struct {
+	tb        testing.TB
+	clock     clock.Clock
+	token     string
+	appSecret string
+	mps       int
+	mpsFor    map[string]int
+	tierLimit int
+	tierCode  errcodes.Code
+	interval  time.Duration
+	burst     int
+	window    time.Duration
+
+	mu       sync.Mutex // protects the fields below
+	pairs    map[string]*pairState
+	recent   map[string][]time.Time // per number: accepted instants of the last second
+	tier     map[string]time.Time   // recipient -> latest template
+	script   []Failure
+	maint    map[string]time.Time // number -> end of maintenance
+	requests []Request
+	seq      int
+	srv      *httptest.Server
+}
+
+type pairState struct {
+	due, burstStart time.Time
+	burstLen        int
+}
+
+// NewServer returns a fake Cloud API. A real listener is started only if
+// URL is called; it is closed by tb.Cleanup.
+func NewServer(tb testing.TB, opts ...Option) *Server {
+	s := &Server{
+		tb: tb, clock: clock.New(), mps: 80, mpsFor: map[string]int{},
+		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
+		pairs: map[string]*pairState{}, recent: map[string][]time.Time{},
+		tier: map[string]time.Time{}, maint: map[string]time.Time{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	tb.Cleanup(func() {
+		s.mu.Lock()
+		srv := s.srv
+		s.mu.Unlock()
+		if srv != nil {
+			srv.Close()
+		}
+	})
+	return s
+}
+
+// Client returns an *http.Client whose transport calls the server in
+// memory: no socket, so it works inside testing/synctest. Use it with
+// BaseURL.
+func (s *Server) Client() *http.Client { return &http.Client{Transport: transport{s}} }
+
+// URL starts (once) a real HTTP server and returns its base URL.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		s.srv = httptest.NewServer(s)
+	}
+	return s.srv.URL
+}
+
+// FailNext scripts the next request (to any recipient) to fail with code.
+func (s *Server) FailNext(code errcodes.Code) { s.Script(Failure{Code: code}) }
+
+// FailNextFor scripts the next request to recipient to (in any spelling)
+// to fail with code.
+func (s *Server) FailNextFor(to string, code errcodes.Code) {
+	s.Script(Failure{To: digits(to), Code: code})
+}
+
+// Script queues failures; each is used by the first request it matches.
+func (s *Server) Script(f ...Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range f {
+		f[i].To = digits(f[i].To)
+	}
+	s.script = append(s.script, f...)
+}
+
+// Maintenance makes number phoneNumberID answer 131057 until until.
+func (s *Server) Maintenance(phoneNumberID string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maint[phoneNumberID] = until
+}
+
+// Requests returns every request received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Count returns how many requests were answered with code.
+func (s *Server) Count(code errcodes.Code) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if !r.Accepted && r.Status != 0 && r.Code == code {
+			n++
+		}
+	}
+	return n
+}
+
+// Accepted returns how many messages the server accepted.
+func (s *Server) Accepted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/messages$`)
+
+// ServeHTTP answers one request as the Cloud API would.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec, fail := s.handle(r)
+	if fail != nil && (fail.Reset || fail.Hang) {
+		// Over a real socket: drop the connection without an answer.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// handle decides the answer to r, records it, and returns the recorded
+// response and the scripted failure that applied, if any.
+func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) {
+	w := httptest.NewRecorder()
+	w.Header().Set("Content-Type", "application/json")
+	now := s.clock.Now()
+	req := Request{At: now}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	req.Body = body
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	answer := func(status int, code errcodes.Code, details string) {
+		req.Status, req.Code = status, code
+		writeError(w, status, code, details, s.seq)
+		s.requests = append(s.requests, req)
+	}
+	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if r.Method != http.MethodPost || m == nil {
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported request: use POST /{version}/{phone-number-id}/messages")
+		return w, nil
+	}
+	req.PhoneNumberID = m[2]
+	auth := r.Header.Get("Authorization")
+	if !strings.HasPrefix(auth, "Bearer ") || len(auth) == len("Bearer ") || (s.token != "" && auth != "Bearer "+s.token) {
+		answer(http.StatusUnauthorized, errcodes.AccessTokenExpired, "Invalid OAuth access token.")
+		return w, nil
+	}
+	if err != nil || len(body) > 1<<20 {
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Request body unreadable or too large")
+		return w, nil
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil {
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Request body is not a JSON object")
+		return w, nil
+	}
+	if str(msg["messaging_product"]) != "whatsapp" {
+		answer(http.StatusBadRequest, errcodes.MissingParameter, "messaging_product must be whatsapp")
+		return w, nil
+	}
+	if str(msg["status"]) == "read" {
+		req.Type = "read"
+		if str(msg["message_id"]) == "" {
+			answer(http.StatusBadRequest, errcodes.MissingParameter, "message_id is required")
+			return w, nil
+		}
+		req.Status, req.Accepted = http.StatusOK, true
+		s.requests = append(s.requests, req)
+		_, _ = w.WriteString(`{"success":true}`)
+		return w, nil
+	}
+	req.To, req.Type, req.CallbackData = digits(str(msg["to"])), str(msg["type"]), str(msg["biz_opaque_callback_data"])
+	if len(req.To) < 7 || len(req.To) > 15 || req.Type == "" || len(msg[req.Type]) == 0 {
+		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "to, type and the type's object are required")
+		return w, nil
+	}
+
+	if f := s.takeScript(req.To); f != nil {
+		switch {
+		case f.Reset || f.Hang:
+			s.accept(&req, now)
+			req.Status = 0
+			s.requests = append(s.requests, req)
+			return w, f
+		case f.Code == 0:
+			req.Status = f.Status
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(f.Status)
+			_, _ = w.WriteString("<html><body>upstream error</body></html>")
+			s.requests = append(s.requests, req)
+			return w, f
+		default:
+			status := f.Status
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			answer(status, f.Code, "Scripted failure")
+			return w, f
+		}
+	}
+	if until, ok := s.maint[req.PhoneNumberID]; ok && now.Before(until) {
+		answer(http.StatusBadRequest, errcodes.Maintenance, "Business account is in maintenance mode")
+		return w, nil
+	}
+	if !s.throughputOK(req.PhoneNumberID, now) {
+		answer(http.StatusBadRequest, errcodes.ThroughputLimit, "Message failed to send because there were too many messages sent from this phone number in a short period of time")
+		return w, nil
+	}
+	if !s.pairOK(req.PhoneNumberID, req.To, now, false) {
+		answer(http.StatusBadRequest, errcodes.PairRateLimit, "Message failed to send because there were too many messages sent from this phone number to the same phone number in a short period of time")
+		return w, nil
+	}
+	if req.Type == "template" && !s.tierOK(req.To, now) {
+		answer(http.StatusBadRequest, s.tierCode, "Messaging limit reached for this business portfolio")
+		return w, nil
+	}
+	s.accept(&req, now)
+	s.requests = append(s.requests, req)
+	resp := map[string]any{
+		"messaging_product": "whatsapp",
+		"contacts":          []map[string]string{{"input": str(msg["to"]), "wa_id": req.To}},
+	}
+	mm := map[string]string{"id": req.MessageID}
+	if req.Type == "template" {
+		mm["message_status"] = "accepted"
+	}
+	resp["messages"] = []map[string]string{mm}
+	_ = json.NewEncoder(w).Encode(resp)
+	return w, nil
+}
+
+// accept records an accepted message against every rule. Called with s.mu
+// held.
+func (s *Server) accept(req *Request, now time.Time) {
+	s.pairOK(req.PhoneNumberID, req.To, now, true)
+	s.recent[req.PhoneNumberID] = append(s.recent[req.PhoneNumberID], now)
+	if req.Type == "template" {
+		s.tier[req.To] = now
+	}
+	s.seq++
+	req.Accepted, req.Status = true, http.StatusOK
+	req.MessageID = "wamid.TEST" + strconv.Itoa(s.seq)
+}
+
+// pairOK applies the pair rule at now; with commit it also records the send.
+func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
+	key := from + ">" + to
+	p, ok := s.pairs[key]
+	if !ok {
+		p = &pairState{}
+		s.pairs[key] = p
+	}
+	switch {
+	case !ok || !now.Before(p.due):
+		if commit {
+			*p = pairState{due: now.Add(s.interval), burstStart: now, burstLen: 1}
+		}
+		return true
+	case now.Before(p.burstStart.Add(s.window)) && p.burstLen < s.burst:
+		if commit {
+			p.burstLen++
+			p.due = p.due.Add(s.interval)
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// throughputOK reports whether one more message from number fits in the
+// closed window [now-1s, now].
+func (s *Server) throughputOK(number string, now time.Time) bool {
+	limit, ok := s.mpsFor[number]
+	if !ok {
+		limit = s.mps
+	}
+	recent := s.recent[number]
+	cut := 0
+	for cut < len(recent) && recent[cut].Before(now.Add(-time.Second)) {
+		cut++
+	}
+	recent = recent[cut:]
+	s.recent[number] = recent
+	return len(recent) < limit
+}
+
+// tierOK reports whether a template to recipient fits in the tier.
+func (s *Server) tierOK(to string, now time.Time) bool {
+	if s.tierLimit <= 0 {
+		return true
+	}
+	n := 0
+	for r, at := range s.tier {
+		if now.Sub(at) < 24*time.Hour {
+			if r == to {
+				return true
+			}
+			n++
+		}
+	}
+	return n < s.tierLimit
+}
+
+// takeScript removes and returns the first scripted failure matching to.
+// Called with s.mu held.
+func (s *Server) takeScript(to string) *Failure {
+	for i, f := range s.script {
+		if f.To == "" || f.To == to {
+			s.script = append(s.script[:i], s.script[i+1:]...)
+			return &f
+		}
+	}
+	return nil
+}
+
+func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, details string, seq int) {
+	cl := errcodes.Lookup(code)
+	e := &errcodes.Error{
+		Code: code, Type: "OAuthException", Message: "(#" + strconv.Itoa(int(code)) + ") " + cl.Title,
+		Details: details, MessagingProduct: "whatsapp", FBTraceID: "FAKE" + strconv.Itoa(seq),
+	}
+	obj, _ := json.Marshal(e)
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(`{"error":`))
+	_, _ = w.Write(obj)
+	_, _ = w.Write([]byte("}"))
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// digits keeps the digits of a phone number, dropping an international 00.
+func digits(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		}
+	}
+	return strings.TrimPrefix(b.String(), "00")
+}
+
+// transport calls the server in memory.
+type transport struct{ s *Server }
+
+// ErrReset is the error the in-memory transport returns for a scripted
+// Reset: the request was read and the connection dropped.
+var ErrReset = errors.New("cloudapitest: connection reset by peer")
+
+func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	rec, fail := t.s.handle(r2)
+	if fail != nil && fail.Reset {
+		return nil, ErrReset
+	}
+	if fail != nil && fail.Hang {
+		<-r.Context().Done()
+		return nil, fmt.Errorf("cloudapitest: no answer: %w", context.Cause(r.Context()))
+	}
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}

@@ -1,0 +1,613 @@
+package cloudapi
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// ErrInvalidMessage is matched by every *ValidationError.
+var ErrInvalidMessage = errors.New("cloudapi: invalid message")
+
+// ValidationError reports a message that cannot be sent as it is. Nothing
+// was reserved or sent. Its text never repeats the recipient.
+type ValidationError struct {
+	// Field names the offending part, such as "text.body" or "to".
+	Field string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error returns "cloudapi: invalid message: <field>: <reason>".
+func (e *ValidationError) Error() string {
+	return "cloudapi: invalid message: " + e.Field + ": " + e.Reason
+}
+
+// Is reports whether target is ErrInvalidMessage.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidMessage }
+
+func invalid(field, reason string) error { return &ValidationError{Field: field, Reason: reason} }
+
+// Kind is a message's type, as in the request's "type" member.
+type Kind string
+
+// The message kinds the constructors build.
+const (
+	KindText        Kind = "text"
+	KindTemplate    Kind = "template"
+	KindImage       Kind = "image"
+	KindDocument    Kind = "document"
+	KindAudio       Kind = "audio"
+	KindVideo       Kind = "video"
+	KindSticker     Kind = "sticker"
+	KindInteractive Kind = "interactive"
+	KindLocation    Kind = "location"
+	KindReaction    Kind = "reaction"
+	// KindRead marks an inbound message as read: not a message to the
+	// user, so neither the pair limit nor the tier applies.
+	KindRead Kind = "read"
+)
+
+// Category is a template's category, which sets its default freshness.
+type Category string
+
+// Template categories.
+const (
+	CategoryMarketing      Category = "marketing"
+	CategoryUtility        Category = "utility"
+	CategoryAuthentication Category = "authentication"
+)
+
+// AuthenticationTTL is the default freshness of an authentication template:
+// Meta's default time-to-live for authentication messages is 10 minutes,
+// and a one-time code that arrives later is of no use.
+const AuthenticationTTL = 10 * time.Minute
+
+// Message is one message to send. Build it with a constructor (Text,
+// Template, Image, Buttons, ...); the exported fields tune how it is sent.
+// A Message is a value: a constructor's result can be copied and changed.
+type Message struct {
+	// ExpiresAt is the message's freshness deadline: if it cannot be sent
+	// by then, Send gives up at once with a *BackpressureError rather than
+	// send it late. Zero means the default for its kind: AuthenticationTTL
+	// after Send is called for authentication templates, none otherwise.
+	ExpiresAt time.Time
+	// IdempotencyKey identifies the message across retries and in status
+	// webhooks (it travels as biz_opaque_callback_data). Zero means Send
+	// generates one; it is in the Result and in every error.
+	IdempotencyKey string
+	// ReplyTo is the wamid of the message this one answers, if any.
+	ReplyTo string
+	// Category is a template's category (authentication templates get a
+	// 10-minute default freshness).
+	Category Category
+	// InServiceWindow reports whether the user wrote within the last 24
+	// hours, so that a template to them does not count toward the messaging
+	// tier. Leave it false when unsure: the tier then errs on the safe side.
+	InServiceWindow bool
+
+	to      string // as given
+	kind    Kind
+	payload any    // the kind's JSON object
+	err     error  // a constructor's validation error, reported by Send
+	msgID   string // KindRead, KindReaction: the target message
+}
+
+// To returns the recipient as given to the constructor.
+func (m Message) To() string { return m.to }
+
+// Kind returns the message's kind.
+func (m Message) Kind() Kind { return m.kind }
+
+// Validate reports whether the message can be sent: a *ValidationError if
+// not. Send validates before anything is reserved or sent.
+func (m Message) Validate() error {
+	if m.kind == "" {
+		return invalid("type", "empty message; build it with a constructor")
+	}
+	if m.err != nil {
+		return m.err
+	}
+	if m.kind != KindRead {
+		if _, err := pairlimit.NormalizeRecipient(m.to); err != nil {
+			var ne *pairlimit.NumberError
+			if errors.As(err, &ne) {
+				return invalid("to", ne.Reason)
+			}
+			return invalid("to", "not a phone number")
+		}
+	}
+	if len(m.IdempotencyKey) > 512 {
+		return invalid("idempotency_key", "longer than 512 bytes")
+	}
+	if m.ReplyTo != "" && !utf8.ValidString(m.ReplyTo) {
+		return invalid("context.message_id", "not valid UTF-8")
+	}
+	switch m.Category {
+	case "", CategoryMarketing, CategoryUtility, CategoryAuthentication:
+	default:
+		return invalid("category", "unknown template category")
+	}
+	return nil
+}
+
+// expiry returns the message's freshness deadline for a send started at
+// now, or the zero Time for none.
+func (m Message) expiry(now time.Time) time.Time {
+	if !m.ExpiresAt.IsZero() {
+		return m.ExpiresAt
+	}
+	if m.kind == KindTemplate && m.Category == CategoryAuthentication {
+		return now.Add(AuthenticationTTL)
+	}
+	return time.Time{}
+}
+
+// countsTowardTier reports whether the message is business-initiated in the
+// sense of messaging tiers.
+func (m Message) countsTowardTier() bool {
+	return m.kind == KindTemplate && !m.InServiceWindow
+}
+
+// body returns the request's JSON body for recipient digits to.
+func (m Message) body(to, callbackData string) ([]byte, error) {
+	if m.kind == KindRead {
+		return json.Marshal(m.payload)
+	}
+	req := map[string]any{
+		"messaging_product": "whatsapp",
+		"recipient_type":    "individual",
+		"to":                to,
+		"type":              string(m.kind),
+		string(m.kind):      m.payload,
+	}
+	if m.ReplyTo != "" {
+		req["context"] = map[string]string{"message_id": m.ReplyTo}
+	}
+	if callbackData != "" && m.kind != KindReaction {
+		req["biz_opaque_callback_data"] = callbackData
+	}
+	return json.Marshal(req)
+}
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// checkText checks a required or optional text field's length in
+// characters.
+func checkText(field, s string, required bool, maxRunes int) error {
+	switch {
+	case !utf8.ValidString(s):
+		return invalid(field, "not valid UTF-8")
+	case required && strings.TrimSpace(s) == "":
+		return invalid(field, "empty")
+	case runes(s) > maxRunes:
+		return invalid(field, strconv.Itoa(runes(s))+" characters, at most "+strconv.Itoa(maxRunes))
+	}
+	return nil
+}
+
+// Text is a text message. The body must hold 1 to 4,096 characters.
+// Links in the body get a preview only with TextWithPreview.
+func Text(to, body string) Message {
+	return Message{to: to, kind: KindText, payload: textPayload{Body: body}, err: checkText("text.body", body, true, 4096)}
+}
+
+// TextWithPreview is Text with a link preview for the first URL in body.
+func TextWithPreview(to, body string) Message {
+	m := Text(to, body)
+	m.payload = textPayload{Body: body, PreviewURL: true}
+	return m
+}
+
+type textPayload struct {
+	PreviewURL bool   `json:"preview_url"`
+	Body       string `json:"body"`
+}
+
+// Component is one component of a template message: its type ("header",
+// "body", "button"), for buttons the sub-type and index, and parameters.
+type Component struct {
+	Type       string      `json:"type"`
+	SubType    string      `json:"sub_type,omitempty"`
+	Index      *int        `json:"index,omitempty"`
+	Parameters []Parameter `json:"parameters,omitempty"`
+}
+
+// Parameter is one template parameter. Build it with TextParam,
+// CurrencyParam, ImageParam, ... or fill it for other types.
+type Parameter struct {
+	Type          string          `json:"type"`
+	Text          string          `json:"text,omitempty"`
+	ParameterName string          `json:"parameter_name,omitempty"`
+	Payload       string          `json:"payload,omitempty"`
+	Image         *Media          `json:"image,omitempty"`
+	Document      *Media          `json:"document,omitempty"`
+	Video         *Media          `json:"video,omitempty"`
+	Currency      *Currency       `json:"currency,omitempty"`
+	DateTime      json.RawMessage `json:"date_time,omitempty"`
+}
+
+// Currency is a currency template parameter. Amount1000 is the amount
+// times 1,000.
+type Currency struct {
+	FallbackValue string `json:"fallback_value"`
+	Code          string `json:"code"`
+	Amount1000    int64  `json:"amount_1000"`
+}
+
+// TextParam is a text parameter.
+func TextParam(s string) Parameter { return Parameter{Type: "text", Text: s} }
+
+// NamedTextParam is a named text parameter ({{name}} templates).
+func NamedTextParam(name, s string) Parameter {
+	return Parameter{Type: "text", ParameterName: name, Text: s}
+}
+
+// CurrencyParam is a currency parameter.
+func CurrencyParam(fallback, code string, amount1000 int64) Parameter {
+	return Parameter{Type: "currency", Currency: &Currency{FallbackValue: fallback, Code: code, Amount1000: amount1000}}
+}
+
+// ImageParam is an image header parameter.
+func ImageParam(m Media) Parameter { return Parameter{Type: "image", Image: &m} }
+
+// DocumentParam is a document header parameter.
+func DocumentParam(m Media) Parameter { return Parameter{Type: "document", Document: &m} }
+
+// VideoParam is a video header parameter.
+func VideoParam(m Media) Parameter { return Parameter{Type: "video", Video: &m} }
+
+// Body is a template's body component with the given parameters.
+func Body(params ...Parameter) Component { return Component{Type: "body", Parameters: params} }
+
+// Header is a template's header component with the given parameters.
+func Header(params ...Parameter) Component { return Component{Type: "header", Parameters: params} }
+
+// URLButton fills the dynamic part of the URL button at index.
+func URLButton(index int, suffix string) Component {
+	return Component{Type: "button", SubType: "url", Index: &index, Parameters: []Parameter{TextParam(suffix)}}
+}
+
+// QuickReplyButton sets the payload of the quick-reply button at index.
+func QuickReplyButton(index int, payload string) Component {
+	return Component{Type: "button", SubType: "quick_reply", Index: &index, Parameters: []Parameter{{Type: "payload", Payload: payload}}}
+}
+
+type templatePayload struct {
+	Name       string      `json:"name"`
+	Language   language    `json:"language"`
+	Components []Component `json:"components,omitempty"`
+}
+
+type language struct {
+	Code string `json:"code"`
+}
+
+// Template is a template message: an approved template's name, its
+// language code ("en_US", "fr", ...) and components. Set Category to
+// CategoryAuthentication for one-time codes (see AuthenticationTemplate).
+func Template(to, name, lang string, components ...Component) Message {
+	m := Message{to: to, kind: KindTemplate, payload: templatePayload{Name: name, Language: language{Code: lang}, Components: components}}
+	m.err = validateTemplate(name, lang, components)
+	return m
+}
+
+// AuthenticationTemplate is a one-time-code template in Meta's standard
+// shape: the code fills the body and the copy-code URL button. It is in
+// CategoryAuthentication, so it expires after AuthenticationTTL unless
+// ExpiresAt says otherwise.
+func AuthenticationTemplate(to, name, lang, code string) Message {
+	m := Template(to, name, lang, Body(TextParam(code)), URLButton(0, code))
+	m.Category = CategoryAuthentication
+	if m.err == nil {
+		m.err = checkText("template.code", code, true, 15)
+	}
+	return m
+}
+
+func validateTemplate(name, lang string, components []Component) error {
+	if name == "" || len(name) > 512 {
+		return invalid("template.name", "must hold 1 to 512 characters")
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return invalid("template.name", "only lowercase letters, digits and underscores")
+		}
+	}
+	if lang == "" || len(lang) > 16 {
+		return invalid("template.language.code", "must hold 1 to 16 characters")
+	}
+	for i, c := range components {
+		field := "template.components[" + strconv.Itoa(i) + "]"
+		switch c.Type {
+		case "header", "body", "footer":
+		case "button":
+			if c.Index == nil || *c.Index < 0 || *c.Index > 9 {
+				return invalid(field+".index", "a button component needs an index from 0 to 9")
+			}
+		default:
+			return invalid(field+".type", "must be header, body, footer or button")
+		}
+		for j, p := range c.Parameters {
+			pf := field + ".parameters[" + strconv.Itoa(j) + "]"
+			if p.Type == "" {
+				return invalid(pf+".type", "empty")
+			}
+			if p.Type == "text" {
+				if err := checkText(pf+".text", p.Text, true, 32768); err != nil {
+					return err
+				}
+			}
+			for _, m := range []*Media{p.Image, p.Document, p.Video} {
+				if m != nil {
+					if err := m.validate(pf); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Media names a media object by the ID of an uploaded asset or by a public
+// HTTP(S) link, with an optional caption and (documents) file name.
+type Media struct {
+	ID       string `json:"id,omitempty"`
+	Link     string `json:"link,omitempty"`
+	Caption  string `json:"caption,omitempty"`
+	Filename string `json:"filename,omitempty"`
+}
+
+// MediaID names an uploaded asset.
+func MediaID(id string) Media { return Media{ID: id} }
+
+// MediaLink names media by a public HTTP(S) URL.
+func MediaLink(link string) Media { return Media{Link: link} }
+
+func (m Media) validate(field string) error {
+	switch {
+	case (m.ID == "") == (m.Link == ""):
+		return invalid(field, "set exactly one of media id and link")
+	case m.Link != "":
+		u, err := url.Parse(m.Link)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return invalid(field+".link", "not an http or https URL")
+		}
+	}
+	if err := checkText(field+".caption", m.Caption, false, 1024); err != nil {
+		return err
+	}
+	return checkText(field+".filename", m.Filename, false, 240)
+}
+
+func media(to string, kind Kind, m Media, captions bool) Message {
+	msg := Message{to: to, kind: kind, payload: m, err: m.validate(string(kind))}
+	if msg.err == nil && !captions && (m.Caption != "" || m.Filename != "") {
+		msg.err = invalid(string(kind)+".caption", "not allowed for "+string(kind))
+	}
+	if msg.err == nil && kind != KindDocument && m.Filename != "" {
+		msg.err = invalid(string(kind)+".filename", "only documents have a file name")
+	}
+	return msg
+}
+
+// Image is an image message (caption allowed).
+func Image(to string, m Media) Message { return media(to, KindImage, m, true) }
+
+// Document is a document message (caption and file name allowed).
+func Document(to string, m Media) Message { return media(to, KindDocument, m, true) }
+
+// Audio is an audio message (no caption).
+func Audio(to string, m Media) Message { return media(to, KindAudio, m, false) }
+
+// Video is a video message (caption allowed).
+func Video(to string, m Media) Message { return media(to, KindVideo, m, true) }
+
+// Sticker is a sticker message (no caption).
+func Sticker(to string, m Media) Message { return media(to, KindSticker, m, false) }
+
+// Button is one reply button: an ID returned in the user's reply (1 to 256
+// characters) and a title (1 to 20 characters).
+type Button struct {
+	ID    string
+	Title string
+}
+
+type interactivePayload struct {
+	Type   string         `json:"type"`
+	Header map[string]any `json:"header,omitempty"`
+	Body   struct {
+		Text string `json:"text"`
+	} `json:"body"`
+	Footer *struct {
+		Text string `json:"text"`
+	} `json:"footer,omitempty"`
+	Action any `json:"action"`
+}
+
+type replyButton struct {
+	Type  string `json:"type"`
+	Reply struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	} `json:"reply"`
+}
+
+// Buttons is an interactive message with 1 to 3 reply buttons and a body
+// of 1 to 1,024 characters. Button IDs must be distinct.
+func Buttons(to, body string, buttons ...Button) Message {
+	p := interactivePayload{Type: "button"}
+	p.Body.Text = body
+	bs := make([]replyButton, len(buttons))
+	for i, b := range buttons {
+		bs[i].Type = "reply"
+		bs[i].Reply.ID, bs[i].Reply.Title = b.ID, b.Title
+	}
+	p.Action = map[string]any{"buttons": bs}
+	m := Message{to: to, kind: KindInteractive, payload: p}
+	m.err = validateButtons(body, buttons)
+	return m
+}
+
+func validateButtons(body string, buttons []Button) error {
+	if err := checkText("interactive.body.text", body, true, 1024); err != nil {
+		return err
+	}
+	if len(buttons) < 1 || len(buttons) > 3 {
+		return invalid("interactive.action.buttons", strconv.Itoa(len(buttons))+" buttons, want 1 to 3")
+	}
+	seen := map[string]bool{}
+	for i, b := range buttons {
+		f := "interactive.action.buttons[" + strconv.Itoa(i) + "]"
+		if err := checkText(f+".reply.id", b.ID, true, 256); err != nil {
+			return err
+		}
+		if err := checkText(f+".reply.title", b.Title, true, 20); err != nil {
+			return err
+		}
+		if seen[b.ID] {
+			return invalid(f+".reply.id", "duplicate button id")
+		}
+		seen[b.ID] = true
+	}
+	return nil
+}
+
+// Section is one section of a list message: a title (required when there
+// are several sections, at most 24 characters) and its rows.
+type Section struct {
+	Title string `json:"title,omitempty"`
+	Rows  []Row  `json:"rows"`
+}
+
+// Row is one choice of a list: an ID (1 to 200 characters), a title (1 to
+// 24) and an optional description (at most 72).
+type Row struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+}
+
+// List is an interactive list message: a body (1 to 4,096 characters), the
+// text of the button that opens the list (1 to 20), and 1 to 10 sections
+// holding 1 to 10 rows in all, with distinct row IDs.
+func List(to, body, button string, sections ...Section) Message {
+	p := interactivePayload{Type: "list"}
+	p.Body.Text = body
+	p.Action = map[string]any{"button": button, "sections": sections}
+	m := Message{to: to, kind: KindInteractive, payload: p}
+	m.err = validateList(body, button, sections)
+	return m
+}
+
+func validateList(body, button string, sections []Section) error {
+	if err := checkText("interactive.body.text", body, true, 4096); err != nil {
+		return err
+	}
+	if err := checkText("interactive.action.button", button, true, 20); err != nil {
+		return err
+	}
+	if len(sections) < 1 || len(sections) > 10 {
+		return invalid("interactive.action.sections", strconv.Itoa(len(sections))+" sections, want 1 to 10")
+	}
+	rows := 0
+	seen := map[string]bool{}
+	for i, s := range sections {
+		f := "interactive.action.sections[" + strconv.Itoa(i) + "]"
+		if err := checkText(f+".title", s.Title, len(sections) > 1, 24); err != nil {
+			return err
+		}
+		if len(s.Rows) == 0 {
+			return invalid(f+".rows", "a section needs at least one row")
+		}
+		for j, r := range s.Rows {
+			rf := f + ".rows[" + strconv.Itoa(j) + "]"
+			if err := checkText(rf+".id", r.ID, true, 200); err != nil {
+				return err
+			}
+			if err := checkText(rf+".title", r.Title, true, 24); err != nil {
+				return err
+			}
+			if err := checkText(rf+".description", r.Description, false, 72); err != nil {
+				return err
+			}
+			if seen[r.ID] {
+				return invalid(rf+".id", "duplicate row id")
+			}
+			seen[r.ID] = true
+			rows++
+		}
+	}
+	if rows > 10 {
+		return invalid("interactive.action.sections", strconv.Itoa(rows)+" rows in all, at most 10")
+	}
+	return nil
+}
+
+type locationPayload struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+}
+
+// Location is a location message.
+func Location(to string, latitude, longitude float64, name, address string) Message {
+	m := Message{to: to, kind: KindLocation, payload: locationPayload{latitude, longitude, name, address}}
+	switch {
+	case math.IsNaN(latitude) || latitude < -90 || latitude > 90:
+		m.err = invalid("location.latitude", "must be from -90 to 90")
+	case math.IsNaN(longitude) || longitude < -180 || longitude > 180:
+		m.err = invalid("location.longitude", "must be from -180 to 180")
+	default:
+		if m.err = checkText("location.name", name, false, 1000); m.err == nil {
+			m.err = checkText("location.address", address, false, 1000)
+		}
+	}
+	return m
+}
+
+type reactionPayload struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
+}
+
+// Reaction reacts to message messageID with emoji; an empty emoji removes
+// the reaction.
+func Reaction(to, messageID, emoji string) Message {
+	m := Message{to: to, kind: KindReaction, payload: reactionPayload{messageID, emoji}, msgID: messageID}
+	if err := checkText("reaction.message_id", messageID, true, 512); err != nil {
+		m.err = err
+	} else if err := checkText("reaction.emoji", emoji, false, 16); err != nil {
+		m.err = err
+	}
+	return m
+}
+
+type readPayload struct {
+	MessagingProduct string            `json:"messaging_product"`
+	Status           string            `json:"status"`
+	MessageID        string            `json:"message_id"`
+	TypingIndicator  map[string]string `json:"typing_indicator,omitempty"`
+}
+
+// MarkRead marks inbound message messageID as read and, with typing, shows
+// the user a typing indicator until the next message (or about 25 seconds).
+// It is not a message to the user: the pair limit and the tier do not apply.
+func MarkRead(messageID string, typing bool) Message {
+	p := readPayload{MessagingProduct: "whatsapp", Status: "read", MessageID: messageID}
+	if typing {
+		p.TypingIndicator = map[string]string{"type": "text"}
+	}
+	m := Message{kind: KindRead, payload: p, msgID: messageID}
+	m.err = checkText("message_id", messageID, true, 512)
+	return m
+}
