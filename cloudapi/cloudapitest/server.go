@@ -42,7 +42,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -135,7 +134,6 @@ type Failure struct {
 
 // Server is a fake Cloud API. It is safe for concurrent use.
 type Server struct {
-	tb        testing.TB
 	clock     clock.Clock
 	token     string
 	appSecret string
@@ -163,11 +161,18 @@ type pairState struct {
 	burstLen        int
 }
 
+// TB is the part of testing.TB the server uses; *testing.T, *testing.B and
+// *testing.F satisfy it.
+type TB interface {
+	Cleanup(func())
+}
+
 // NewServer returns a fake Cloud API. A real listener is started only if
-// URL is called; it is closed by tb.Cleanup.
-func NewServer(tb testing.TB, opts ...Option) *Server {
+// URL is called; tb.Cleanup closes it. With a nil tb (in an Example, say)
+// call Close instead.
+func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
-		tb: tb, clock: clock.New(), mps: 80, mpsFor: map[string]int{},
+		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
 		pairs: map[string]*pairState{}, recent: map[string][]time.Time{},
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
@@ -175,15 +180,21 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	tb.Cleanup(func() {
-		s.mu.Lock()
-		srv := s.srv
-		s.mu.Unlock()
-		if srv != nil {
-			srv.Close()
-		}
-	})
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
 	return s
+}
+
+// Close stops the real listener, if URL started one.
+func (s *Server) Close() {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv = nil
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
 }
 
 // Client returns an *http.Client whose transport calls the server in

@@ -1,0 +1,212 @@
+package cloudapitest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// post sends one raw message request and returns the status and the error
+// code (or 0 with the wamid).
+func post(t *testing.T, c *http.Client, base, from, to, typ string) (int, errcodes.Code, string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":%q,"type":%q,%q:{"body":"x"}}`, to, typ, typ)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v23.0/"+from+"/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK {
+		var ok struct {
+			Messages []struct{ ID string } `json:"messages"`
+		}
+		json.Unmarshal(data, &ok)
+		return resp.StatusCode, 0, ok.Messages[0].ID
+	}
+	e, err := errcodes.Parse(resp.StatusCode, data)
+	if err != nil {
+		t.Fatalf("error body is not Meta's: %s", data)
+	}
+	return resp.StatusCode, e.Code, ""
+}
+
+func TestPairRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		c := srv.Client()
+		// A burst of 20 is accepted; the next message inside the debt is refused.
+		for i := range 20 {
+			if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000001", "text"); code != 0 {
+				t.Fatalf("burst message %d refused with %d", i, code)
+			}
+		}
+		time.Sleep(100 * time.Second)
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "+237 690 00 00 01", "text"); code != errcodes.PairRateLimit {
+			t.Errorf("message inside the debt: code %d, want 131056", code)
+		}
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000002", "text"); code != 0 {
+			t.Errorf("another recipient refused with %d", code)
+		}
+		time.Sleep(20 * time.Second)
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000001", "text"); code != 0 {
+			t.Errorf("message after the debt refused with %d", code)
+		}
+		if srv.Count(errcodes.PairRateLimit) != 1 || srv.Accepted() != 22 {
+			t.Errorf("count %d accepted %d", srv.Count(errcodes.PairRateLimit), srv.Accepted())
+		}
+	})
+}
+
+func TestThroughputWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(5), cloudapitest.WithNumberThroughput("2", 1))
+		c := srv.Client()
+		for i := range 6 {
+			_, code, _ := post(t, c, cloudapitest.BaseURL, "1", fmt.Sprintf("2376900000%02d", i), "text")
+			if want := errcodes.Code(0); i == 5 {
+				if code != errcodes.ThroughputLimit {
+					t.Errorf("6th message in a second: %d, want 130429", code)
+				}
+			} else if code != want {
+				t.Errorf("message %d refused with %d", i, code)
+			}
+		}
+		// The window is closed: one second later the first send still counts.
+		time.Sleep(time.Second)
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237691000000", "text"); code != errcodes.ThroughputLimit {
+			t.Errorf("at +1s: %d, want 130429 (closed window)", code)
+		}
+		time.Sleep(time.Nanosecond)
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237691000000", "text"); code != 0 {
+			t.Errorf("after the window: %d", code)
+		}
+		post(t, c, cloudapitest.BaseURL, "2", "237692000000", "text")
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "2", "237692000001", "text"); code != errcodes.ThroughputLimit {
+			t.Errorf("per-number override ignored: %d", code)
+		}
+	})
+}
+
+func TestTierAndScripts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithTier(1, 0))
+		c := srv.Client()
+		post(t, c, cloudapitest.BaseURL, "1", "237690000001", "template")
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000002", "template"); code != errcodes.BusinessRateLimit {
+			t.Errorf("2nd unique template recipient: %d", code)
+		}
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000002", "text"); code != 0 {
+			t.Errorf("free-form text counted toward the tier: %d", code)
+		}
+		srv.FailNextFor("+237 690 00 00 09", errcodes.MarketingLimit)
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000003", "text"); code != 0 {
+			t.Errorf("script for another recipient applied: %d", code)
+		}
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000009", "text"); code != errcodes.MarketingLimit {
+			t.Errorf("scripted failure: %d", code)
+		}
+		srv.Maintenance("1", time.Now().Add(time.Minute))
+		if _, code, _ := post(t, c, cloudapitest.BaseURL, "1", "237690000004", "text"); code != errcodes.Maintenance {
+			t.Errorf("maintenance: %d", code)
+		}
+		srv.Script(cloudapitest.Failure{Reset: true})
+		body := `{"messaging_product":"whatsapp","to":"237690000005","type":"text","text":{"body":"x"}}`
+		req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/2/messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		if _, err := c.Do(req); !errors.Is(err, cloudapitest.ErrReset) {
+			t.Errorf("reset: %v", err)
+		}
+		reqs := srv.Requests()
+		if last := reqs[len(reqs)-1]; !last.Accepted || last.Status != 0 || last.To != "237690000005" {
+			t.Errorf("reset request recorded as %+v", last)
+		}
+	})
+}
+
+func TestRejectsBadRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithToken("right"))
+		c := srv.Client()
+		do := func(method, path, auth, body string) (int, errcodes.Code) {
+			req, _ := http.NewRequest(method, cloudapitest.BaseURL+path, strings.NewReader(body))
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			e, err := errcodes.Parse(resp.StatusCode, data)
+			if err != nil {
+				return resp.StatusCode, -1
+			}
+			return resp.StatusCode, e.Code
+		}
+		ok := `{"messaging_product":"whatsapp","to":"237690000001","type":"text","text":{"body":"x"}}`
+		for _, tc := range []struct {
+			method, path, auth, body string
+			status                   int
+			code                     errcodes.Code
+		}{
+			{"POST", "/v23.0/1/messages", "", ok, 401, errcodes.AccessTokenExpired},
+			{"POST", "/v23.0/1/messages", "Bearer wrong", ok, 401, errcodes.AccessTokenExpired},
+			{"GET", "/v23.0/1/messages", "Bearer right", "", 400, errcodes.InvalidParameter},
+			{"POST", "/v23.0/abc/messages", "Bearer right", ok, 400, errcodes.InvalidParameter},
+			{"POST", "/v23.0/1/messages", "Bearer right", "nope", 400, errcodes.InvalidParameter},
+			{"POST", "/v23.0/1/messages", "Bearer right", `{"to":"237690000001"}`, 400, errcodes.MissingParameter},
+			{"POST", "/v23.0/1/messages", "Bearer right", `{"messaging_product":"whatsapp","to":"12","type":"text","text":{}}`, 400, errcodes.InvalidParameterValue},
+			{"POST", "/v23.0/1/messages", "Bearer right", `{"messaging_product":"whatsapp","status":"read"}`, 400, errcodes.MissingParameter},
+		} {
+			if status, code := do(tc.method, tc.path, tc.auth, tc.body); status != tc.status || code != tc.code {
+				t.Errorf("%s %s %q: %d %d, want %d %d", tc.method, tc.path, tc.body, status, code, tc.status, tc.code)
+			}
+		}
+		if status, _ := do("POST", "/v23.0/1/messages", "Bearer right", `{"messaging_product":"whatsapp","status":"read","message_id":"wamid.X"}`); status != 200 {
+			t.Errorf("read receipt: %d", status)
+		}
+	})
+}
+
+func TestRealSocket(t *testing.T) {
+	srv := cloudapitest.NewServer(t)
+	resp, err := http.Post(srv.URL()+"/v23.0/1/messages", "application/json",
+		bytes.NewReader([]byte(`{"messaging_product":"whatsapp","to":"237690000001","type":"text","text":{"body":"x"}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token over the socket: %d", resp.StatusCode)
+	}
+	if _, code, id := post(t, http.DefaultClient, srv.URL(), "1", "237690000001", "text"); code != 0 || id == "" {
+		t.Errorf("over the socket: %d %q", code, id)
+	}
+	srv.Script(cloudapitest.Failure{Reset: true})
+	req, _ := http.NewRequest(http.MethodPost, srv.URL()+"/v23.0/1/messages",
+		strings.NewReader(`{"messaging_product":"whatsapp","to":"237690000002","type":"text","text":{"body":"x"}}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Error("a reset over the socket returned a response")
+	}
+	srv.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
