@@ -43,8 +43,11 @@ type harness struct {
 func newHarness(t *testing.T, srvOpts []cloudapitest.Option, opts ...cloudapi.Option) *harness {
 	t.Helper()
 	h := &harness{logs: &bytes.Buffer{}}
-	h.srv = cloudapitest.NewServer(t, append([]cloudapitest.Option{cloudapitest.WithToken(secretToken)}, srvOpts...)...)
+	// An upgraded number, so that the pair rule, not the number's bucket,
+	// sets the instants these tests check; tests of throughput override it.
+	h.srv = cloudapitest.NewServer(t, append([]cloudapitest.Option{cloudapitest.WithToken(secretToken), cloudapitest.WithThroughput(throughput.Upgraded)}, srvOpts...)...)
 	base := []cloudapi.Option{
+		cloudapi.WithThroughput(throughput.Upgraded),
 		cloudapi.WithHTTPClient(h.srv.Client()),
 		cloudapi.WithBaseURL(cloudapitest.BaseURL),
 		cloudapi.WithLogger(slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),

@@ -30,9 +30,9 @@
 // through its explicit-time methods) whose burst and rate are chosen so that
 // no window of the limit's length ever admits more than the limit: a bucket
 // whose burst equals its rate admits almost twice the rate within one
-// second. Limiter uses a burst of 5 % and a rate of 95 % of the per-second
-// figure, so the sustained rate is at least 95 % of it for figures of 20 and
-// up.
+// second. Limiter uses a burst of 1 % (at least one) and a rate of the rest
+// of the per-second figure, so the sustained rate is 98.75 % of it at 80,
+// 99 % at 1,000, and at least 95 % for any figure of 20 and up.
 //
 // After Meta refuses a send for the whole number, [Limiter.Refused] holds
 // only that number: after 130429 for 1 s, doubling with consecutive

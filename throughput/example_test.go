@@ -21,8 +21,8 @@ func ExampleLimiter() {
 	hold := lim.Refused(last, errcodes.ThroughputLimit) // Meta answered 130429
 	fmt.Println("after a 130429 the number waits", hold)
 	// Output:
-	// burst: 4 per second: 80
-	// 800 sends take 10.474s
+	// burst: 1 per second: 80
+	// 800 sends take 10.114s
 	// after a 130429 the number waits 1s
 }
 

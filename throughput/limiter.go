@@ -106,7 +106,8 @@ func WithAdaptiveRate(on bool) Option {
 // Limiter admits sends for one business phone number. It guarantees that in
 // every closed window of one second no more than PerSecond() sends are
 // admitted, while the sustained rate is at least 95 % of it (for rates of 20
-// and up). It is safe for concurrent use and starts no goroutine.
+// and up; 98.75 % at 80 and 99 % at 1,000). It is safe for concurrent use
+// and starts no goroutine.
 //
 // Built on [rate.Limiter] used only through its explicit-time methods: the
 // token bucket's burst b and rate r are chosen so that b + r <= PerSecond(),
@@ -141,9 +142,10 @@ func New(mps int, opts ...Option) *Limiter {
 }
 
 // split returns the bucket's burst and rate for c admissions per second:
-// a burst of 5 % of c (at least 1) and a rate of c minus the burst.
+// a burst of 1 % of c (at least 1) and a rate of c minus the burst, so that
+// a campaign runs at 99 % of the figure (98.75 % at 80, 95 % at 20).
 func split(c int, factor float64) (burst int, perSec float64) {
-	burst = max(c/20, 1)
+	burst = max(c/100, 1)
 	perSec = float64(c-burst) * factor
 	if c == 1 {
 		perSec = 0.5 * factor // b + r must stay within 1: admit one per 2 s

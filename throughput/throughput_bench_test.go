@@ -27,7 +27,7 @@ func BenchmarkReserveN(b *testing.B) {
 		_ = sink
 	})
 	b.Run("bare-rate.Limiter", func(b *testing.B) {
-		lim := rate.NewLimiter(950, 50)
+		lim := rate.NewLimiter(990, 10)
 		b.ReportAllocs()
 		now := t0
 		var sink time.Duration

@@ -9,6 +9,13 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
+// ContextSleeper is implemented by clocks that wait for themselves, such as
+// a discrete-event simulation clock that jumps to the next wake-up once
+// every goroutine it runs is waiting. Sleep uses it instead of a Timer.
+type ContextSleeper interface {
+	SleepContext(ctx context.Context, d time.Duration) error
+}
+
 // Sleep waits d on c, or until ctx is done, whichever comes first. It
 // returns nil after the full wait and ctx's error otherwise; the timer is
 // stopped either way. A d of zero or less returns at once (nil, unless ctx
@@ -16,6 +23,9 @@ import (
 func Sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
+	}
+	if s, ok := c.(ContextSleeper); ok {
+		return s.SleepContext(ctx, d)
 	}
 	t := c.Timer(d)
 	select {
