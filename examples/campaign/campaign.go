@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/examples/internal/demo"
+	"github.com/wapace/wapace/internal/simclock"
+	"github.com/wapace/wapace/pairlimit"
+	"golang.org/x/time/rate"
+)
+
+// Config is one campaign workload.
+type Config struct {
+	Recipients int     // unique recipients of the campaign template
+	Dups       float64 // fraction listed a second time in another spelling
+	Bots       int     // live conversations with multi-bubble replies
+	Rounds     int     // bot replies per conversation
+	MPS        int     // the number's throughput
+	Seed       uint64
+	Workers    int
+}
+
+// Workload is the list a sender is given: campaign entries (with
+// duplicates) and the bot users.
+type Workload struct {
+	List []string // as the customer's CRM exports it
+	Bots []string
+	cfg  Config
+}
+
+// NewWorkload builds the workload deterministically from cfg.Seed.
+func NewWorkload(cfg Config) Workload {
+	r := rand.New(rand.NewPCG(cfg.Seed, 99))
+	w := Workload{cfg: cfg}
+	for i := range cfg.Recipients {
+		d := fmt.Sprintf("%08d", 10_000_000+i*37%89_999_999)
+		w.List = append(w.List, "+237 6"+d[:2]+" "+d[2:4]+" "+d[4:6]+" "+d[6:8])
+		if r.Float64() < cfg.Dups {
+			w.List = append(w.List, "2376"+d) // the same person, another spelling
+		}
+	}
+	r.Shuffle(len(w.List), func(i, j int) { w.List[i], w.List[j] = w.List[j], w.List[i] })
+	for i := range cfg.Bots {
+		w.Bots = append(w.Bots, fmt.Sprintf("+44 7700 9%05d", i))
+	}
+	return w
+}
+
+// Report is what one sender achieved.
+type Report struct {
+	Name          string
+	Accepted      int
+	Collapsed     int // duplicates recognised and not sent
+	DupsSent      int // duplicates sent twice to one person
+	Lost          int // messages that never got through
+	Makespan      time.Duration // until the campaign's last template was accepted
+	Minimum       time.Duration // messages the number sent by then / mps
+	PairRefusals  int           // 131056 answers
+	NumRefusals   int           // 130429 answers
+	WorstPairWait time.Duration // longest a bot message waited for its pair
+	Wall          time.Duration
+}
+
+// Ratio is makespan over the theoretical minimum.
+func (r Report) Ratio() float64 { return r.Makespan.Seconds() / r.Minimum.Seconds() }
+
+// Rate is the achieved rate in messages per second.
+func (r Report) Rate() float64 { return float64(r.Accepted) / r.Makespan.Seconds() }
+
+func bubbles(to string, round int) []cloudapi.Message {
+	return []cloudapi.Message{
+		cloudapi.Text(to, fmt.Sprintf("Reply %d, part 1", round)),
+		cloudapi.Text(to, fmt.Sprintf("Reply %d, part 2", round)),
+		cloudapi.Text(to, fmt.Sprintf("Reply %d, part 3", round)),
+	}
+}
+
+// userThinks is how long a quick user takes to answer a bot.
+func userThinks(r *rand.Rand) time.Duration {
+	return 2*time.Second + time.Duration(r.IntN(3000))*time.Millisecond
+}
+
+// RunWapace sends the workload through the wapace client.
+func RunWapace(w Workload) (Report, error) {
+	cfg := w.cfg
+	world, err := demo.New(cfg.MPS, nil)
+	if err != nil {
+		return Report{}, err
+	}
+	defer world.Meta.Close()
+	rep := Report{Name: "wapace"}
+	var mu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		rep.Lost++
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	// Normalise and de-duplicate the list before anything is sent.
+	seen := map[string]bool{}
+	var jobs []string
+	for _, to := range w.List {
+		n, err := pairlimit.NormalizeRecipient(to)
+		if err != nil {
+			return rep, err
+		}
+		if seen[n] {
+			rep.Collapsed++
+			continue
+		}
+		seen[n] = true
+		jobs = append(jobs, to)
+	}
+	queue := make(chan string, len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	ctx := context.Background()
+	wall := time.Now()
+	world.Clock.Run(func() {
+		for range cfg.Workers {
+			world.Clock.Go(func() {
+				for to := range queue {
+					m := cloudapi.Template(to, "winter_sale", "en")
+					m.Category = cloudapi.CategoryMarketing
+					if _, err := world.Client.Send(ctx, demo.From, m); err != nil {
+						fail(err)
+					}
+				}
+			})
+		}
+		for i, user := range w.Bots {
+			r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+			world.Clock.Go(func() {
+				world.Clock.Sleep(time.Duration(r.IntN(60_000)) * time.Millisecond)
+				for round := range cfg.Rounds {
+					asked := world.Clock.Now()
+					rs, err := world.Client.SendBurst(ctx, demo.From, bubbles(user, round)...)
+					if err != nil {
+						fail(err)
+						return
+					}
+					mu.Lock()
+					rep.WorstPairWait = max(rep.WorstPairWait, rs[0].SentAt.Sub(asked))
+					mu.Unlock()
+					world.Clock.Sleep(userThinks(r))
+				}
+			})
+		}
+	})
+	rep.Wall = time.Since(wall)
+	fillFromServer(&rep, world.Meta, cfg.MPS)
+	return rep, firstErr
+}
+
+// RunNaive sends the same workload the way many senders do today: the list
+// as it comes, one account-wide limiter at the number's rate, no pair
+// pacing, and a doubling retry from 1 s on any throttling error.
+func RunNaive(w Workload) (Report, error) {
+	cfg := w.cfg
+	clk := simclock.New(demo.Start)
+	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(cfg.MPS))
+	defer meta.Close()
+	hc := meta.Client()
+	lim := rate.NewLimiter(rate.Limit(cfg.MPS), cfg.MPS) // burst = rate: the usual setting
+	var limMu sync.Mutex                                 // explicit-time calls must come in order
+	rep := Report{Name: "naive"}
+	var mu sync.Mutex
+	send := func(to, typ string) bool {
+		for attempt := range 6 {
+			limMu.Lock()
+			now := clk.Now()
+			d := lim.ReserveN(now, 1).DelayFrom(now)
+			limMu.Unlock()
+			clk.Sleep(d)
+			code := naivePost(hc, to, typ)
+			if code == 0 {
+				return true
+			}
+			clk.Sleep(time.Duration(1<<attempt) * time.Second)
+		}
+		mu.Lock()
+		rep.Lost++
+		mu.Unlock()
+		return false
+	}
+	queue := make(chan string, len(w.List))
+	for _, to := range w.List {
+		queue <- to
+	}
+	close(queue)
+	wall := time.Now()
+	clk.Run(func() {
+		for range cfg.Workers {
+			clk.Go(func() {
+				for to := range queue {
+					send(to, "template")
+				}
+			})
+		}
+		for i, user := range w.Bots {
+			r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+			clk.Go(func() {
+				clk.Sleep(time.Duration(r.IntN(60_000)) * time.Millisecond)
+				for range cfg.Rounds {
+					asked := clk.Now()
+					for range 3 {
+						send(user, "text")
+					}
+					mu.Lock()
+					rep.WorstPairWait = max(rep.WorstPairWait, clk.Now().Sub(asked))
+					mu.Unlock()
+					clk.Sleep(userThinks(r))
+				}
+			})
+		}
+	})
+	rep.Wall = time.Since(wall)
+	fillFromServer(&rep, meta, cfg.MPS)
+	// Duplicates the naive sender delivered twice to one person.
+	per := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted && r.Type == "template" {
+			per[r.To]++
+		}
+	}
+	for _, n := range per {
+		rep.DupsSent += n - 1
+	}
+	return rep, nil
+}
+
+func naivePost(hc *http.Client, to, typ string) errcodes.Code {
+	body, _ := json.Marshal(map[string]any{"messaging_product": "whatsapp", "to": to, "type": typ,
+		typ: map[string]any{"body": "hello", "name": "winter_sale", "language": map[string]string{"code": "en"}}})
+	req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/"+demo.From+"/messages", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer DEMO_TOKEN")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return errcodes.SomethingWentWrong
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK {
+		return 0
+	}
+	e, err := errcodes.Parse(resp.StatusCode, data)
+	if err != nil {
+		return errcodes.SomethingWentWrong
+	}
+	return e.Code
+}
+
+// fillFromServer reads the outcome off the fake. The makespan is the
+// campaign's: until its last template was accepted; the minimum is every
+// message the number sent by then (templates and bot replies) at its rate.
+func fillFromServer(rep *Report, meta *cloudapitest.Server, mps int) {
+	reqs := meta.Requests()
+	var last time.Time
+	for _, r := range reqs {
+		if r.Accepted {
+			rep.Accepted++
+			if r.Type == "template" && r.At.After(last) {
+				last = r.At
+			}
+		}
+	}
+	within := 0
+	for _, r := range reqs {
+		if r.Accepted && !r.At.After(last) {
+			within++
+		}
+	}
+	rep.Makespan = last.Sub(demo.Start)
+	rep.Minimum = time.Duration(float64(within) / float64(mps) * float64(time.Second))
+	rep.PairRefusals = meta.Count(errcodes.PairRateLimit)
+	rep.NumRefusals = meta.Count(errcodes.ThroughputLimit)
+}
+
+// Print writes the reports side by side.
+func Print(out io.Writer, cfg Config, rs ...Report) {
+	fmt.Fprintf(out, "Campaign: %d recipients (+%.0f%% listed twice in another spelling), %d bot conversations x %d three-bubble replies, one number at %d msg/s.\n",
+		cfg.Recipients, cfg.Dups*100, cfg.Bots, cfg.Rounds, cfg.MPS)
+	fmt.Fprintf(out, "Time is simulated (a discrete-event clock): instants are exact, the run takes seconds.\n\n")
+	row := func(label string, f func(Report) string) {
+		fmt.Fprintf(out, "%-34s", label)
+		for _, r := range rs {
+			fmt.Fprintf(out, "%18s", f(r))
+		}
+		fmt.Fprintln(out)
+	}
+	row("", func(r Report) string { return r.Name })
+	row("messages accepted", func(r Report) string { return fmt.Sprint(r.Accepted) })
+	row("duplicates collapsed", func(r Report) string { return fmt.Sprint(r.Collapsed) })
+	row("duplicates sent twice", func(r Report) string { return fmt.Sprint(r.DupsSent) })
+	row("messages lost", func(r Report) string { return fmt.Sprint(r.Lost) })
+	row("131056 (pair rate limit)", func(r Report) string { return fmt.Sprint(r.PairRefusals) })
+	row("130429 (throughput)", func(r Report) string { return fmt.Sprint(r.NumRefusals) })
+	row("campaign duration (simulated)", func(r Report) string { return r.Makespan.Round(10 * time.Millisecond).String() })
+	row("theoretical minimum (sent / mps)", func(r Report) string { return r.Minimum.Round(10 * time.Millisecond).String() })
+	row("duration / minimum", func(r Report) string { return fmt.Sprintf("%.4f", r.Ratio()) })
+	row("achieved rate (msg/s)", func(r Report) string { return fmt.Sprintf("%.2f", r.Rate()) })
+	row("worst wait of a bot reply", func(r Report) string { return r.WorstPairWait.Round(10 * time.Millisecond).String() })
+	row("wall time", func(r Report) string { return r.Wall.Round(time.Millisecond).String() })
+}
+
+// Check reports whether the wapace run met its promises.
+func Check(r Report) error {
+	var errs []string
+	if r.PairRefusals != 0 || r.NumRefusals != 0 {
+		errs = append(errs, fmt.Sprintf("%d 131056 and %d 130429 answers", r.PairRefusals, r.NumRefusals))
+	}
+	if r.Lost != 0 || r.DupsSent != 0 {
+		errs = append(errs, fmt.Sprintf("%d lost, %d duplicates sent", r.Lost, r.DupsSent))
+	}
+	if r.Ratio() > 1.02 {
+		errs = append(errs, fmt.Sprintf("duration %.4f x the minimum", r.Ratio()))
+	}
+	if len(errs) > 0 {
+		return errors.New("wapace run: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+

@@ -1,0 +1,52 @@
+// Command campaign is wapace's main job: one business number sends a
+// template to a list of recipients (some listed twice in different
+// spellings) while bots hold quick conversations with multi-bubble replies,
+// against a fake Meta on simulated time. It prints what wapace achieved and
+// what a naive sender achieves on the same workload, and exits non-zero if
+// wapace drew a single 131056 or 130429, lost or duplicated a message, or
+// ran more than 2 % slower than the number allows.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	var cfg Config
+	flag.IntVar(&cfg.Recipients, "n", 10_000, "unique recipients of the campaign")
+	flag.Float64Var(&cfg.Dups, "dups", 0.03, "fraction of recipients listed twice in another spelling")
+	flag.IntVar(&cfg.Bots, "bots", 20, "live bot conversations")
+	flag.IntVar(&cfg.Rounds, "rounds", 4, "three-bubble bot replies per conversation")
+	flag.IntVar(&cfg.MPS, "mps", 80, "the number's throughput in messages per second (80, 1000 or 20)")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the workload")
+	flag.IntVar(&cfg.Workers, "workers", 64, "sending goroutines")
+	naive := flag.Bool("naive", true, "also run the naive sender for comparison")
+	flag.Parse()
+	if cfg.Recipients < 1 || cfg.MPS < 1 || cfg.Workers < 1 || cfg.Bots < 0 || cfg.Rounds < 0 || cfg.Dups < 0 || cfg.Dups > 1 {
+		fmt.Fprintln(os.Stderr, "campaign: -n, -mps and -workers must be positive; -dups between 0 and 1")
+		os.Exit(2)
+	}
+
+	w := NewWorkload(cfg)
+	rep, err := RunWapace(w)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "campaign:", err)
+		os.Exit(1)
+	}
+	reports := []Report{rep}
+	if *naive {
+		nrep, err := RunNaive(w)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "campaign:", err)
+			os.Exit(1)
+		}
+		reports = append(reports, nrep)
+	}
+	Print(os.Stdout, cfg, reports...)
+	if err := Check(rep); err != nil {
+		fmt.Fprintln(os.Stderr, "campaign:", err)
+		os.Exit(1)
+	}
+}
