@@ -63,9 +63,9 @@ func NewWorkload(cfg Config) Workload {
 type Report struct {
 	Name          string
 	Accepted      int
-	Collapsed     int // duplicates recognised and not sent
-	DupsSent      int // duplicates sent twice to one person
-	Lost          int // messages that never got through
+	Collapsed     int           // duplicates recognised and not sent
+	DupsSent      int           // duplicates sent twice to one person
+	Lost          int           // messages that never got through
 	Makespan      time.Duration // until the campaign's last template was accepted
 	Minimum       time.Duration // messages the number sent by then / mps
 	PairRefusals  int           // 131056 answers
@@ -338,4 +338,3 @@ func Check(r Report) error {
 	}
 	return nil
 }
-
