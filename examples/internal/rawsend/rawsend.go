@@ -1,0 +1,38 @@
+// Package rawsend posts text messages straight to a fake Meta, the way a
+// sender without wapace does, for the examples' comparisons.
+package rawsend
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
+)
+
+// Text posts a text message from number to to and returns nil when Meta
+// accepts it, or Meta's error.
+func Text(hc *http.Client, from, to, body string) error {
+	payload, _ := json.Marshal(map[string]any{"messaging_product": "whatsapp", "to": to, "type": "text", "text": map[string]string{"body": body}})
+	req, err := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/"+from+"/messages", bytes.NewReader(payload))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer DEMO_TOKEN")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	e, err := errcodes.Parse(resp.StatusCode, data)
+	if err != nil {
+		return err
+	}
+	return e
+}
