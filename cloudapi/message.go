@@ -214,32 +214,47 @@ type textPayload struct {
 // Component is one component of a template message: its type ("header",
 // "body", "button"), for buttons the sub-type and index, and parameters.
 type Component struct {
-	Type       string      `json:"type"`
-	SubType    string      `json:"sub_type,omitempty"`
-	Index      *int        `json:"index,omitempty"`
+	// Type is "header", "body", "footer" or "button".
+	Type string `json:"type"`
+	// SubType is a button's kind, such as "url" or "quick_reply".
+	SubType string `json:"sub_type,omitempty"`
+	// Index is a button's position, 0 to 9.
+	Index *int `json:"index,omitempty"`
+	// Parameters fill the component's variables, in order.
 	Parameters []Parameter `json:"parameters,omitempty"`
 }
 
 // Parameter is one template parameter. Build it with TextParam,
 // CurrencyParam, ImageParam, ... or fill it for other types.
 type Parameter struct {
-	Type          string          `json:"type"`
-	Text          string          `json:"text,omitempty"`
-	ParameterName string          `json:"parameter_name,omitempty"`
-	Payload       string          `json:"payload,omitempty"`
-	Image         *Media          `json:"image,omitempty"`
-	Document      *Media          `json:"document,omitempty"`
-	Video         *Media          `json:"video,omitempty"`
-	Currency      *Currency       `json:"currency,omitempty"`
-	DateTime      json.RawMessage `json:"date_time,omitempty"`
+	// Type is the parameter's type: "text", "currency", "date_time",
+	// "image", "document", "video" or "payload".
+	Type string `json:"type"`
+	// Text is a text parameter's value.
+	Text string `json:"text,omitempty"`
+	// ParameterName names the variable in templates with named parameters.
+	ParameterName string `json:"parameter_name,omitempty"`
+	// Payload is a quick-reply button's payload.
+	Payload string `json:"payload,omitempty"`
+	// Image, Document and Video are media header parameters.
+	Image    *Media `json:"image,omitempty"`
+	Document *Media `json:"document,omitempty"`
+	Video    *Media `json:"video,omitempty"`
+	// Currency is a currency parameter.
+	Currency *Currency `json:"currency,omitempty"`
+	// DateTime is a date_time parameter's object, passed through as is.
+	DateTime json.RawMessage `json:"date_time,omitempty"`
 }
 
 // Currency is a currency template parameter. Amount1000 is the amount
 // times 1,000.
 type Currency struct {
+	// FallbackValue is shown where the currency cannot be localised.
 	FallbackValue string `json:"fallback_value"`
-	Code          string `json:"code"`
-	Amount1000    int64  `json:"amount_1000"`
+	// Code is the ISO 4217 currency code.
+	Code string `json:"code"`
+	// Amount1000 is the amount times 1,000.
+	Amount1000 int64 `json:"amount_1000"`
 }
 
 // TextParam is a text parameter.
@@ -360,9 +375,13 @@ func validateTemplate(name, lang string, components []Component) error {
 // Media names a media object by the ID of an uploaded asset or by a public
 // HTTP(S) link, with an optional caption and (documents) file name.
 type Media struct {
-	ID       string `json:"id,omitempty"`
-	Link     string `json:"link,omitempty"`
-	Caption  string `json:"caption,omitempty"`
+	// ID is an uploaded asset's media ID.
+	ID string `json:"id,omitempty"`
+	// Link is a public http or https URL of the media.
+	Link string `json:"link,omitempty"`
+	// Caption, at most 1,024 characters, for images, videos and documents.
+	Caption string `json:"caption,omitempty"`
+	// Filename is a document's file name.
 	Filename string `json:"filename,omitempty"`
 }
 
@@ -417,7 +436,9 @@ func Sticker(to string, m Media) Message { return media(to, KindSticker, m, fals
 // Button is one reply button: an ID returned in the user's reply (1 to 256
 // characters) and a title (1 to 20 characters).
 type Button struct {
-	ID    string
+	// ID comes back in the user's reply.
+	ID string
+	// Title is the button's text.
 	Title string
 }
 
@@ -484,15 +505,20 @@ func validateButtons(body string, buttons []Button) error {
 // Section is one section of a list message: a title (required when there
 // are several sections, at most 24 characters) and its rows.
 type Section struct {
+	// Title heads the section.
 	Title string `json:"title,omitempty"`
-	Rows  []Row  `json:"rows"`
+	// Rows are the section's choices.
+	Rows []Row `json:"rows"`
 }
 
 // Row is one choice of a list: an ID (1 to 200 characters), a title (1 to
 // 24) and an optional description (at most 72).
 type Row struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
+	// ID comes back in the user's reply.
+	ID string `json:"id"`
+	// Title is the choice's text.
+	Title string `json:"title"`
+	// Description is shown under the title.
 	Description string `json:"description,omitempty"`
 }
 

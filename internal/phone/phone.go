@@ -13,6 +13,7 @@ type Error struct {
 	Reason string
 }
 
+// Error returns "invalid <field> number: <reason>".
 func (e *Error) Error() string { return "invalid " + e.Field + " number: " + e.Reason }
 
 // ParseFrom parses a business phone number ID: 1 to 19 digits, not zero.
