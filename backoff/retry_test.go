@@ -8,10 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/clocktest"
 	"go.uber.org/goleak"
 )
 
@@ -55,45 +55,22 @@ func TestRetryMetaInstantsSynctest(t *testing.T) {
 	})
 }
 
-// signalClock is a mock clock that reports every timer it creates, so that a
-// test advances time only once Retry is waiting.
-type signalClock struct {
-	*clock.Mock
-	timers chan time.Duration
-}
-
-func (c signalClock) Timer(d time.Duration) *clock.Timer {
-	t := c.Mock.Timer(d)
-	c.timers <- d
-	return t
-}
-
 func TestRetryMetaInstantsMockClock(t *testing.T) {
 	t.Parallel()
-	clk := signalClock{clock.NewMock(), make(chan time.Duration)}
+	clk := clocktest.New()
 	var at []time.Duration
-	done := make(chan error, 1)
-	go func() {
-		done <- backoff.Retry(t.Context(), backoff.Meta, failing(clk.Now, 4, pairErr, &at), backoff.WithClock(clk))
-	}()
-	var waits []time.Duration
-	for {
-		select {
-		case d := <-clk.timers:
-			waits = append(waits, d)
-			clk.Add(d)
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("Retry: %v", err)
-			}
-			if diff := cmp.Diff(secs(0, 1, 5, 21, 85), at); diff != "" {
-				t.Errorf("attempt instants (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(secs(1, 4, 16, 64), waits); diff != "" {
-				t.Errorf("waits (-want +got):\n%s", diff)
-			}
-			return
-		}
+	var err error
+	waits := clk.Run(func() {
+		err = backoff.Retry(t.Context(), backoff.Meta, failing(clk.Now, 4, pairErr, &at), backoff.WithClock(clk))
+	})
+	if err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+	if diff := cmp.Diff(secs(0, 1, 5, 21, 85), at); diff != "" {
+		t.Errorf("attempt instants (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(secs(1, 4, 16, 64), waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
+	"github.com/wapace/wapace/internal/clocktest"
 	"github.com/wapace/wapace/pairlimit"
 	"go.uber.org/goleak"
 )
@@ -297,46 +297,23 @@ func containsDigits(s, digits string) bool {
 	return false
 }
 
-// timerClock is a mock clock that reports every timer it creates, so that a
-// test advances time only once the limiter is waiting.
-type timerClock struct {
-	*clock.Mock
-	timers chan time.Duration
-}
-
-func (c timerClock) Timer(d time.Duration) *clock.Timer {
-	t := c.Mock.Timer(d)
-	c.timers <- d
-	return t
-}
-
 func TestWaitNMockClock(t *testing.T) {
 	t.Parallel()
-	clk := timerClock{clock.NewMock(), make(chan time.Duration)}
+	clk := clocktest.New()
 	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithClock(clk), pairlimit.WithMargin(0))
 	p := mustPair(t, "1001", "237690000001")
 	start := clk.Now()
-	done := make(chan []time.Duration)
-	go func() {
-		var at []time.Duration
+	var at []time.Duration
+	clk.Run(func() {
 		for range 3 {
 			if err := lim.WaitN(t.Context(), p, 2); err != nil {
 				t.Error(err)
 			}
 			at = append(at, clk.Now().Sub(start))
 		}
-		done <- at
-	}()
-	for {
-		select {
-		case d := <-clk.timers:
-			clk.Add(d)
-		case at := <-done:
-			if diff := cmp.Diff([]time.Duration{0, 12 * time.Second, 24 * time.Second}, at); diff != "" {
-				t.Errorf("send instants (-want +got):\n%s", diff)
-			}
-			return
-		}
+	})
+	if diff := cmp.Diff([]time.Duration{0, 12 * time.Second, 24 * time.Second}, at); diff != "" {
+		t.Errorf("send instants (-want +got):\n%s", diff)
 	}
 }
 

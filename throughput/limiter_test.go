@@ -10,9 +10,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/clocktest"
 	"github.com/wapace/wapace/throughput"
 	"go.uber.org/goleak"
 	"pgregory.net/rapid"
@@ -248,41 +248,20 @@ func TestWaitSynctest(t *testing.T) {
 	})
 }
 
-type timerClock struct {
-	*clock.Mock
-	timers chan time.Duration
-}
-
-func (c timerClock) Timer(d time.Duration) *clock.Timer {
-	t := c.Mock.Timer(d)
-	c.timers <- d
-	return t
-}
-
 func TestWaitMockClock(t *testing.T) {
 	t.Parallel()
-	clk := timerClock{clock.NewMock(), make(chan time.Duration)}
+	clk := clocktest.New()
 	lim := throughput.New(throughput.Coexistence, throughput.WithClock(clk))
 	start := clk.Now()
-	done := make(chan time.Duration)
-	go func() {
+	clk.Run(func() {
 		for range 39 {
 			if err := lim.Wait(t.Context()); err != nil {
 				t.Error(err)
 			}
 		}
-		done <- clk.Now().Sub(start)
-	}()
-	for {
-		select {
-		case d := <-clk.timers:
-			clk.Add(d)
-		case got := <-done:
-			if got != 2*time.Second {
-				t.Errorf("39 sends at 19/s plus a burst of 1 took %v, want 2s", got)
-			}
-			return
-		}
+	})
+	if got := clk.Now().Sub(start); got != 2*time.Second {
+		t.Errorf("39 sends at 19/s plus a burst of 1 took %v, want 2s", got)
 	}
 }
 
