@@ -240,7 +240,9 @@ func (l *Limiter) Allow() bool { return l.AllowN(l.clock.Now(), 1) }
 
 // ReserveN reserves n sends asked at t and returns when they may go. During
 // a hold they are scheduled after it. A reservation of more than Burst() is
-// not OK and changes nothing.
+// not OK and changes nothing. Instants earlier than one the limiter has
+// already been asked at count as that one (rate.Limiter double-counts
+// refill otherwise), so ask at the current time, not ahead of it.
 func (l *Limiter) ReserveN(t time.Time, n int) Reservation {
 	if n < 1 || int64(n) > l.burst.Load() {
 		return Reservation{}

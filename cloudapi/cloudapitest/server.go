@@ -75,7 +75,8 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 }
 
 // WithTier refuses templates to more than limit unique recipients per
-// rolling 24 h (all numbers together), with code (0 means 131064).
+// rolling 24 h (all numbers together), with code (0 means 131064). The fake
+// counts by scanning its recipients: keep tiers in tests small.
 func WithTier(limit int, code errcodes.Code) Option {
 	return func(s *Server) {
 		s.tierLimit = limit
