@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/examples/internal/demo"
+	"github.com/wapace/wapace/examples/internal/rawsend"
 	"github.com/wapace/wapace/internal/simclock"
 	"github.com/wapace/wapace/pairlimit"
 	"golang.org/x/time/rate"
@@ -191,8 +189,13 @@ func RunNaive(w Workload) (Report, error) {
 			d := lim.ReserveN(now, 1).DelayFrom(now)
 			limMu.Unlock()
 			clk.Sleep(d)
-			code := naivePost(hc, to, typ)
-			if code == 0 {
+			var err error
+			if typ == "template" {
+				err = rawsend.Template(hc, demo.From, to, "winter_sale")
+			} else {
+				err = rawsend.Text(hc, demo.From, to, "hello")
+			}
+			if err == nil {
 				return true
 			}
 			clk.Sleep(time.Duration(1<<attempt) * time.Second)
@@ -246,27 +249,6 @@ func RunNaive(w Workload) (Report, error) {
 		rep.DupsSent += n - 1
 	}
 	return rep, nil
-}
-
-func naivePost(hc *http.Client, to, typ string) errcodes.Code {
-	body, _ := json.Marshal(map[string]any{"messaging_product": "whatsapp", "to": to, "type": typ,
-		typ: map[string]any{"body": "hello", "name": "winter_sale", "language": map[string]string{"code": "en"}}})
-	req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/"+demo.From+"/messages", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer DEMO_TOKEN")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return errcodes.SomethingWentWrong
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusOK {
-		return 0
-	}
-	e, err := errcodes.Parse(resp.StatusCode, data)
-	if err != nil {
-		return errcodes.SomethingWentWrong
-	}
-	return e.Code
 }
 
 // fillFromServer reads the outcome off the fake. The makespan is the

@@ -15,7 +15,17 @@ import (
 // Text posts a text message from number to to and returns nil when Meta
 // accepts it, or Meta's error.
 func Text(hc *http.Client, from, to, body string) error {
-	payload, _ := json.Marshal(map[string]any{"messaging_product": "whatsapp", "to": to, "type": "text", "text": map[string]string{"body": body}})
+	return post(hc, from, map[string]any{"messaging_product": "whatsapp", "to": to, "type": "text", "text": map[string]string{"body": body}})
+}
+
+// Template posts template name (language "en") from number to to.
+func Template(hc *http.Client, from, to, name string) error {
+	return post(hc, from, map[string]any{"messaging_product": "whatsapp", "to": to, "type": "template",
+		"template": map[string]any{"name": name, "language": map[string]string{"code": "en"}}})
+}
+
+func post(hc *http.Client, from string, msg map[string]any) error {
+	payload, _ := json.Marshal(msg)
 	req, err := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/"+from+"/messages", bytes.NewReader(payload))
 	if err != nil {
 		return err
