@@ -357,15 +357,11 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	now := l.clock.Now()
 	r := l.ReserveN(now, p, n)
 	delay := r.DelayFrom(now)
-	if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
-		r.CancelAt(now)
+	err := clockwait.Reserved(ctx, l.clock, now, delay, r.CancelAt)
+	if errors.Is(err, clockwait.ErrPastDeadline) {
 		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, delay, ErrDeadline)
 	}
-	if err := clockwait.Sleep(ctx, l.clock, delay); err != nil {
-		r.CancelAt(l.clock.Now())
-		return err
-	}
-	return nil
+	return err
 }
 
 // Refused records that Meta answered 131056 for pair p at t (whoever sent

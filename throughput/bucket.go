@@ -2,6 +2,7 @@ package throughput
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -85,15 +86,11 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(time.Time, i
 		return fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
 	}
 	delay := r.DelayFrom(now)
-	if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
-		r.CancelAt(now)
+	err := clockwait.Reserved(ctx, c, now, delay, r.CancelAt)
+	if errors.Is(err, clockwait.ErrPastDeadline) {
 		return fmt.Errorf("throughput: must wait %v: %w", delay, ErrDeadline)
 	}
-	if err := clockwait.Sleep(ctx, c, delay); err != nil {
-		r.CancelAt(c.Now())
-		return err
-	}
-	return nil
+	return err
 }
 
 // Reservation is a Limiter's or a Budget's promise that n sends or calls

@@ -4,6 +4,7 @@ package clockwait
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -40,4 +41,25 @@ func Sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
 // Until waits on c until the instant at, or until ctx is done.
 func Until(ctx context.Context, c clock.Clock, at time.Time) error {
 	return Sleep(ctx, c, at.Sub(c.Now()))
+}
+
+// ErrPastDeadline is returned by Reserved when the wait would end after the
+// context's deadline.
+var ErrPastDeadline = errors.New("clockwait: wait would end after the context's deadline")
+
+// Reserved waits out a reservation made at now that may act after delay.
+// When that is after ctx's deadline it gives the reservation back with
+// cancel(now) and returns ErrPastDeadline at once, without waiting; when
+// ctx ends during the wait it gives it back with cancel at the clock's
+// current time and returns ctx's error.
+func Reserved(ctx context.Context, c clock.Clock, now time.Time, delay time.Duration, cancel func(time.Time)) error {
+	if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
+		cancel(now)
+		return ErrPastDeadline
+	}
+	if err := Sleep(ctx, c, delay); err != nil {
+		cancel(c.Now())
+		return err
+	}
+	return nil
 }

@@ -31,3 +31,30 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+func TestReserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clock.New()
+		var cancelled []time.Duration
+		start := time.Now()
+		cancel := func(at time.Time) { cancelled = append(cancelled, at.Sub(start)) }
+		if err := clockwait.Reserved(t.Context(), c, start, 3*time.Second, cancel); err != nil || len(cancelled) != 0 {
+			t.Fatalf("Reserved = %v, cancelled %v", err, cancelled)
+		}
+		ctx, stop := context.WithTimeout(t.Context(), time.Second)
+		defer stop()
+		now := time.Now()
+		if err := clockwait.Reserved(ctx, c, now, 2*time.Second, cancel); !errors.Is(err, clockwait.ErrPastDeadline) || time.Since(now) != 0 {
+			t.Fatalf("past deadline: %v after %v", err, time.Since(now))
+		}
+		ctx2, stop2 := context.WithCancel(t.Context())
+		go func() { time.Sleep(time.Second); stop2() }()
+		if err := clockwait.Reserved(ctx2, c, time.Now(), time.Hour, cancel); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+		want := []time.Duration{3 * time.Second, 4 * time.Second}
+		if len(cancelled) != 2 || cancelled[0] != want[0] || cancelled[1] != want[1] {
+			t.Errorf("gave back at %v, want %v", cancelled, want)
+		}
+	})
+}
