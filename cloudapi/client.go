@@ -17,6 +17,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
+	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
 )
@@ -182,7 +183,7 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 		if mps < 1 {
 			return fmt.Errorf("%w: throughput must be at least 1 message per second", ErrInvalidOption)
 		}
-		if _, err := pairlimit.NewPair(phoneNumberID, "1000000"); err != nil {
+		if _, err := phone.ParseFrom(phoneNumberID); err != nil {
 			return fmt.Errorf("%w: phone number ID must be digits", ErrInvalidOption)
 		}
 		c.mpsFor[phoneNumberID] = mps

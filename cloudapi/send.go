@@ -17,6 +17,7 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
 )
@@ -124,8 +125,10 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 			if len(msgs) > 1 {
 				return nil, invalid("messages", "MarkRead cannot be part of a burst")
 			}
-			if _, err := pairlimit.NewPair(from, "1000000"); err != nil {
-				return nil, invalid("from", "phone number ID must be digits")
+			if _, err := phone.ParseFrom(from); err != nil {
+				var pe *phone.Error
+				errors.As(err, &pe)
+				return nil, invalid("from", pe.Reason)
 			}
 			continue
 		}
