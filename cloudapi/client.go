@@ -299,6 +299,15 @@ func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
 	return l
 }
 
+// String describes the client without its token, so that printing a
+// Client (with %v, %+v or %s) never reveals it.
+func (c *Client) String() string {
+	return "cloudapi.Client{base: " + c.baseURL + ", version: " + c.version + ", token: [redacted]}"
+}
+
+// GoString is String, for %#v.
+func (c *Client) GoString() string { return c.String() }
+
 // Pairs returns the Client's pair limiter.
 func (c *Client) Pairs() *pairlimit.Limiter { return c.pairs }
 

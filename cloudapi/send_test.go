@@ -518,6 +518,11 @@ func TestTokenNeverLeaks(t *testing.T) {
 		if !errors.Is(err, errcodes.AccessTokenExpired) || strings.Contains(err.Error(), "EAAGwrong") {
 			t.Errorf("Send = %v", err)
 		}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			if out := fmt.Sprintf(verb, h.c); strings.Contains(out, secretToken) {
+				t.Errorf("%s of a Client prints the token: %s", verb, out)
+			}
+		}
 		for _, bad := range []string{"", "a b", "tok\n"} {
 			if _, err := cloudapi.New(bad); !errors.Is(err, cloudapi.ErrInvalidOption) || (bad != "" && strings.Contains(err.Error(), bad)) {
 				t.Errorf("New(%q) = %v", bad, err)
