@@ -142,8 +142,9 @@ func parseSuccess(kind Kind, data []byte) (*Result, bool) {
 	}
 	var r struct {
 		Contacts []struct {
-			Input string `json:"input"`
-			WaID  string `json:"wa_id"`
+			Input  string `json:"input"`
+			WaID   string `json:"wa_id"`
+			UserID string `json:"user_id"`
 		} `json:"contacts"`
 		Messages []struct {
 			ID            string `json:"id"`
@@ -155,7 +156,7 @@ func parseSuccess(kind Kind, data []byte) (*Result, bool) {
 	}
 	res := &Result{MessageID: r.Messages[0].ID, MessageStatus: r.Messages[0].MessageStatus}
 	if len(r.Contacts) > 0 {
-		res.Input, res.WaID = r.Contacts[0].Input, r.Contacts[0].WaID
+		res.Input, res.WaID, res.UserID = r.Contacts[0].Input, r.Contacts[0].WaID, r.Contacts[0].UserID
 	}
 	return res, true
 }

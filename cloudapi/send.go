@@ -21,6 +21,9 @@ type Result struct {
 	// sends on it: Meta may rewrite the number you gave (Brazil's ninth
 	// digit, for one).
 	WaID string
+	// UserID is the recipient's business-scoped user ID from
+	// contacts[].user_id, when Meta sends one.
+	UserID string
 	// Input is the recipient as sent (normalised digits, or the BSUID).
 	Input string
 	// MessageStatus is messages[].message_status when Meta sends it, such as
@@ -182,17 +185,14 @@ type sending struct {
 	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
-// run sends the messages in order: the first attempt as one burst, and a
-// message refused for a limit again alone, with those after it following.
+// run sends the messages in order as one burst; after a refusal, the
+// refused message and those after it go again as a new burst, once the
+// pair has repaid the bubbles Meta accepted and the refusal's hold is over.
 func (s *sending) run() error {
 	next := 0
 	notBefore := time.Time{}
 	for next < len(s.msgs) {
-		n := len(s.msgs) - next
-		if next > 0 || s.refusals > 0 {
-			n = 1 // after a refusal, bubbles go one by one, in order
-		}
-		sent, retry, err := s.attempt(next, n, notBefore)
+		sent, retry, err := s.attempt(next, len(s.msgs)-next, notBefore)
 		next += sent
 		if err != nil {
 			return err
