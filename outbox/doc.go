@@ -11,6 +11,7 @@
 //
 // Give the Outbox and the Client the same clock and the same pair limiter
 // ([WithPairLimiter] and cloudapi.WithPairLimiter).
+//
 //	it, err := o.Get(ctx, t.Key)
 //
 // # Storage
