@@ -147,16 +147,21 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		return &RejectError{BackpressureError: bp, Reason: reason, Full: full}
 	}
 
-	// An existing key stores nothing new.
-	var st string
-	var enq, exp int64
-	err = tx.QueryRowContext(ctx, o.q(`SELECT state, enqueued_at, expires_at FROM outbox_items WHERE ikey = ?`), key).Scan(&st, &enq, &exp)
-	if err == nil {
-		s, _ := parseState(st)
-		return Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}, nil, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	// An existing key stores nothing new. (One query reads the key and
+	// the lane's depth.)
+	var st sql.NullString
+	var enq, exp sql.NullInt64
+	var laneDepth int
+	err = tx.QueryRowContext(ctx, o.q(`SELECT
+		(SELECT state FROM outbox_items WHERE ikey = ?), (SELECT enqueued_at FROM outbox_items WHERE ikey = ?),
+		(SELECT expires_at FROM outbox_items WHERE ikey = ?),
+		(SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND state IN ('queued', 'sending'))`), key, key, key, lane).Scan(&st, &enq, &exp, &laneDepth)
+	if err != nil {
 		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	if st.Valid {
+		s, _ := parseState(st.String)
+		return Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq.Int64), ExpiresAt: fromNanos(exp.Int64)}, nil, nil
 	}
 
 	if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
@@ -174,10 +179,6 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	}
 
 	// Capacity and the estimate.
-	var laneDepth int
-	if err := tx.QueryRowContext(ctx, o.q(`SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND state IN ('queued', 'sending')`), lane).Scan(&laneDepth); err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
 	if laneDepth >= o.cfg.laneCapacity {
 		return Ticket{}, nil, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
 	}
@@ -215,10 +216,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		// Another worker stored the same key meanwhile.
 		return Ticket{Key: key, State: StateQueued, Existing: true}, nil, nil
 	}
-	evs, err := o.record(ctx, tx, now, StateQueued, "", key)
-	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
+	evs := events(now, StateQueued, "", key)
 	o.countEnqueued(from)
 	return Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}, evs, nil
 }
