@@ -66,9 +66,9 @@ func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (
 
 // EnqueueTx is Enqueue inside the caller's transaction tx (begun on DB()),
 // so that a business row and its message commit or roll back together.
-// Nothing is visible to Run before tx commits; Run finds it at its next
-// wake-up (see WithIdleWake) or the next Enqueue. The observer hears of it
-// at once.
+// Nothing is visible to Run before tx commits: call Wake after the commit
+// (or Run finds it at its next wake-up, see WithIdleWake). The observer
+// hears of it at once.
 func (o *Outbox) EnqueueTx(ctx context.Context, tx *sql.Tx, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
@@ -84,6 +84,11 @@ func (o *Outbox) EnqueueTx(ctx context.Context, tx *sql.Tx, from string, m cloud
 	o.notify(evs)
 	return t, nil
 }
+
+// Wake makes Run look for work now. Call it after committing a
+// transaction in which EnqueueTx stored items (Run cannot see them before
+// the commit); Enqueue needs no Wake.
+func (o *Outbox) Wake() { o.poke() }
 
 // poke wakes Run without blocking.
 func (o *Outbox) poke() {

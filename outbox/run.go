@@ -549,12 +549,22 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	defer tx.Rollback()
 	var evs []Event
+	done, err := r.acceptAll(ctx, tx, now, fs)
+	if err != nil {
+		return err
+	}
 	for _, f := range fs {
+		if done[f.it.Key] {
+			continue
+		}
 		e, err := r.outcome(ctx, tx, sendCtx, now, f)
 		if err != nil {
 			return err
 		}
 		evs = append(evs, e...)
+	}
+	for k := range done {
+		evs = append(evs, events(now, StateAccepted, "", k)...)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
@@ -564,6 +574,46 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	o.notify(evs)
 	return nil
+}
+
+// acceptAll records the accepted sends among fs in one statement (in
+// batches), and returns the keys it recorded; the others, and any whose
+// claim this Run lost, are left to outcome.
+func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []finished) (map[string]bool, error) {
+	o := r.o
+	done := map[string]bool{}
+	var acc []finished
+	for _, f := range fs {
+		if f.err == nil && f.res != nil && f.res.MessageID != "" {
+			acc = append(acc, f)
+		}
+	}
+	for start := 0; start < len(acc); start += 100 {
+		part := acc[start:min(start+100, len(acc))]
+		var cases, in strings.Builder
+		args := []any{nanos(now)}
+		for i, f := range part {
+			cases.WriteString(" WHEN ? THEN ?")
+			args = append(args, f.it.Key, f.res.MessageID)
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			in.WriteString("?")
+		}
+		args = append(args, r.owner)
+		for _, f := range part {
+			args = append(args, f.it.Key)
+		}
+		keys, err := queryKeys(ctx, tx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0,
+			wamid = CASE ikey`+cases.String()+` ELSE wamid END WHERE owner = ? AND state = 'sending' AND ikey IN (`+in.String()+`) RETURNING ikey`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		for _, k := range keys {
+			done[k] = true
+		}
+	}
+	return done, nil
 }
 
 func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Context, now time.Time, f finished) ([]Event, error) {
