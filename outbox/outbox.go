@@ -70,7 +70,7 @@ func parseDSN(s string) (dsn, error) {
 		}
 		return dsn{driver: "pgx", source: s}, nil
 	}
-	return dsn{}, fmt.Errorf("%w: want sqlite:PATH or postgres://...", ErrInvalidDSN)
+	return dsn{}, fmt.Errorf("%w: want sqlite:PATH or a postgres:// URL", ErrInvalidDSN)
 }
 
 // Open opens (creating its tables if needed) the outbox at dsn:
