@@ -84,12 +84,12 @@ type runner struct {
 	c        *cloudapi.Client
 	owner    string
 	inflight map[string]*claimed
-	done     chan finished // buffered for every send in flight: never blocks
+	done     chan finished    // buffered for every send in flight: never blocks
 	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
 	renewAt  time.Time
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 
-	sigMu   sync.Mutex // protects wake and pending
+	sigMu   sync.Mutex         // protects wake and pending
 	wake    context.CancelFunc // ends the current sleep
 	pending bool               // a signal came while not sleeping
 }
