@@ -11,15 +11,15 @@ import (
 func TestSanitizeMasksEveryNumberSpelling(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"call +1 415-555-0100 now":     "call +[number] now",
-		"(415) 555-0100":               "([number]",
-		"full width ２３７６９０００００１": "full width [number]",
-		"arabic ٢٣٧٦٩٠٠٠٠٠١":           "arabic [number]",
-		"split 41555\xff50100 bytes":   "split [number] bytes",
-		"code (#131056) at 12:30":      "code (#131056) at 12:30",
-		"year 2026-11-30":              "year [number]",
-		"short 555-0100":               "short [number]",
-		"six 123 456":                  "six 123 456",
+		"call +1 415-555-0100 now":   "call +[number] now",
+		"(415) 555-0100":             "([number]",
+		"full width ２３７６９０００００１":     "full width [number]",
+		"arabic ٢٣٧٦٩٠٠٠٠٠١":         "arabic [number]",
+		"split 41555\xff50100 bytes": "split [number] bytes",
+		"code (#131056) at 12:30":    "code (#131056) at 12:30",
+		"year 2026-11-30":            "year [number]",
+		"short 555-0100":             "short [number]",
+		"six 123 456":                "six 123 456",
 	} {
 		if got := errcodes.Sanitize(in); got != want {
 			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
