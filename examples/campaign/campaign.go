@@ -15,7 +15,7 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/examples/internal/demo"
 	"github.com/wapace/wapace/examples/internal/rawsend"
-	"github.com/wapace/wapace/internal/simclock"
+	"github.com/wapace/wapace/simclock"
 	"github.com/wapace/wapace/pairlimit"
 	"golang.org/x/time/rate"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
-	"github.com/wapace/wapace/internal/simclock"
+	"github.com/wapace/wapace/simclock"
 )
 
 // From is the business phone number ID the examples send from.
