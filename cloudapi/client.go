@@ -257,8 +257,7 @@ func WithIdempotencyKeys(f func() string) Option {
 }
 
 // WithIdempotencyMemory bounds how many idempotency keys the Client
-// remembers (default DefaultIdempotencyKeys) and for how long (default
-// DefaultIdempotencyAge). A send whose key is remembered makes no request
+// remembers (default 100,000) and for how long (default 24 hours). A send whose key is remembered makes no request
 // and fails with ErrDuplicate. Memory stays below about keys x 1 KiB (a key
 // is at most 512 bytes). Keys are forgotten oldest first; the memory is
 // per Client and lost with it (a durable queue remembers for longer).
@@ -297,8 +296,8 @@ func New(token string, opts ...Option) (*Client, error) {
 		mpsFor:     map[string]int{},
 		newKey:     randomKey,
 		numbers:    map[string]*throughput.Limiter{},
-		idemKeys:   DefaultIdempotencyKeys,
-		idemAge:    DefaultIdempotencyAge,
+		idemKeys:   defaultIdempotencyKeys,
+		idemAge:    defaultIdempotencyAge,
 	}
 	for _, o := range opts {
 		if o == nil {

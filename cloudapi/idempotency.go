@@ -8,10 +8,8 @@ import (
 
 // Defaults of the idempotency memory (WithIdempotencyMemory).
 const (
-	// DefaultIdempotencyKeys is how many keys a Client remembers.
-	DefaultIdempotencyKeys = 100_000
-	// DefaultIdempotencyAge is how long a Client remembers a key.
-	DefaultIdempotencyAge = 24 * time.Hour
+	defaultIdempotencyKeys = 100_000
+	defaultIdempotencyAge  = 24 * time.Hour
 )
 
 // errInProgress is the cause of a duplicate whose first send has not ended.

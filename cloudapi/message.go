@@ -544,12 +544,6 @@ type Media struct {
 	Filename string `json:"filename,omitempty"`
 }
 
-// MediaID names an uploaded asset.
-func MediaID(id string) Media { return Media{ID: id} }
-
-// MediaLink names media by a public HTTP(S) URL.
-func MediaLink(link string) Media { return Media{Link: link} }
-
 func (m Media) validate(field string) error {
 	switch {
 	case (m.ID == "") == (m.Link == ""):

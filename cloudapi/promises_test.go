@@ -188,7 +188,7 @@ func TestBSUIDRecipient(t *testing.T) {
 		h := newHarness(t, nil)
 		const user = "CO.1949266959121697"
 		for _, m := range []cloudapi.Message{cloudapi.Text(user, "hi"), cloudapi.Template(user, "order_update", "en"),
-			cloudapi.Image(user, cloudapi.MediaID("1")), cloudapi.Reaction(user, "wamid.X", "👍")} {
+			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍")} {
 			if err := m.Validate(); err != nil {
 				t.Fatalf("%s to a BSUID: %v", m.Kind(), err)
 			}
