@@ -431,3 +431,16 @@ func TestTierGivenBackWhenNotSent(t *testing.T) {
 		}
 	})
 }
+
+// Issue 12 section 4: the default Graph API version follows Meta's
+// changelog (v26.0, July 2026); anything older than v25.0 is stale.
+func TestDefaultAPIVersionIsRecent(t *testing.T) {
+	t.Parallel()
+	var major, minor int
+	if _, err := fmt.Sscanf(cloudapi.DefaultAPIVersion, "v%d.%d", &major, &minor); err != nil {
+		t.Fatalf("DefaultAPIVersion %q: %v", cloudapi.DefaultAPIVersion, err)
+	}
+	if major < 25 {
+		t.Errorf("DefaultAPIVersion %s is older than v25.0", cloudapi.DefaultAPIVersion)
+	}
+}
