@@ -444,3 +444,20 @@ func TestDefaultAPIVersionIsRecent(t *testing.T) {
 		t.Errorf("DefaultAPIVersion %s is older than v25.0", cloudapi.DefaultAPIVersion)
 	}
 }
+
+// A refusal for a limit that no limiter holds is refused, not retried at
+// the schedule's pace against a limit nobody waits out.
+func TestUnheldRefusalIsNotRetried(t *testing.T) {
+	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.GraphRateLimit, errcodes.BusinessRateLimit} {
+		t.Run(fmt.Sprint(int(code)), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.srv.FailNext(code)
+				_, err := h.c.Send(t.Context(), number, cloudapi.Template(alice, "t", "en"))
+				if cloudapi.StateOf(err) != cloudapi.StateRefused || !errors.Is(err, code) || len(h.srv.Requests()) != 1 {
+					t.Errorf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+				}
+			})
+		})
+	}
+}
