@@ -15,8 +15,8 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/examples/internal/demo"
 	"github.com/wapace/wapace/examples/internal/rawsend"
-	"github.com/wapace/wapace/simclock"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/simclock"
 	"golang.org/x/time/rate"
 )
 
