@@ -1,7 +1,6 @@
 package cloudapi
 
 import (
-	"container/list"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -12,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -21,8 +19,10 @@ import (
 // with the app secret, as "sha256=<hex>".
 const SignatureHeader = "X-Hub-Signature-256"
 
-// MaxWebhookBody caps the webhook bodies the handler reads.
-const MaxWebhookBody = 1 << 20
+// MaxWebhookBody caps the webhook bodies the handler reads: 3 MiB, above
+// the 3 MB Meta documents as the largest webhook payload, so that no batch
+// Meta sends is refused (and lost after its retries).
+const MaxWebhookBody = 3 << 20
 
 // Webhook errors, matchable with errors.Is.
 var (
@@ -30,13 +30,21 @@ var (
 	ErrNoSignature = errors.New("cloudapi: webhook has no signature")
 	// ErrBadSignature: the signature does not match the body.
 	ErrBadSignature = errors.New("cloudapi: webhook signature mismatch")
-	// ErrBadNotification: the body is not a webhook notification.
+	// ErrBadNotification: the body is not a JSON object, so not a webhook
+	// notification at all.
 	ErrBadNotification = errors.New("cloudapi: malformed webhook notification")
+	// ErrNoAppSecret: the app secret is empty. A handler is never built
+	// with one, and VerifySignature never passes with one.
+	ErrNoAppSecret = errors.New("cloudapi: empty webhook app secret")
 )
 
 // VerifySignature checks header (the X-Hub-Signature-256 value) against the
-// HMAC-SHA256 of body keyed with appSecret, in constant time.
+// HMAC-SHA256 of body keyed with appSecret, in constant time. An empty
+// appSecret never verifies: the error matches ErrNoAppSecret.
 func VerifySignature(body []byte, header, appSecret string) error {
+	if appSecret == "" {
+		return ErrNoAppSecret
+	}
 	if header == "" {
 		return ErrNoSignature
 	}
@@ -48,172 +56,157 @@ func VerifySignature(body []byte, header, appSecret string) error {
 	if err != nil {
 		return ErrBadSignature
 	}
-	if !hmac.Equal(got, Sign(body, appSecret)) {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
 		return ErrBadSignature
 	}
 	return nil
 }
 
-// Sign returns the HMAC-SHA256 of body keyed with appSecret (what Meta puts
-// in X-Hub-Signature-256, after "sha256=" and hex-encoded).
-func Sign(body []byte, appSecret string) []byte {
-	m := hmac.New(sha256.New, []byte(appSecret))
-	m.Write(body)
-	return m.Sum(nil)
+// WebhookEvent is where a webhook item came from: the business account, the field
+// and, for messages-shaped fields, the business number and the contacts the
+// change carried.
+type WebhookEvent struct {
+	// WABAID is the WhatsApp Business Account ID (entry[].id).
+	WABAID string
+	// Field is the webhook field, such as "messages".
+	Field string
+	// Metadata names the business number, for messages-shaped fields.
+	Metadata Metadata
+	// Contacts are the users the change is about.
+	Contacts []Contact
 }
 
-// Notification is one webhook delivery.
-type Notification struct {
-	Object string  `json:"object"`
-	Entry  []Entry `json:"entry"`
-}
-
-// Entry is one WhatsApp Business Account's changes.
-type Entry struct {
-	ID      string   `json:"id"`
-	Changes []Change `json:"changes"`
-}
-
-// Change is one change; Field is "messages" for messages and statuses.
-type Change struct {
-	Field string `json:"field"`
-	Value Value  `json:"value"`
-}
-
-// Value is the content of a messages change.
-type Value struct {
-	MessagingProduct string           `json:"messaging_product"`
-	Metadata         Metadata         `json:"metadata"`
-	Contacts         []Contact        `json:"contacts,omitempty"`
-	Messages         []InboundMessage `json:"messages,omitempty"`
-	Statuses         []Status         `json:"statuses,omitempty"`
-	// Errors are errors not tied to one message (value.errors[]).
-	Errors []errcodes.Error `json:"errors,omitempty"`
-}
-
-// Metadata names the business number the change is about.
-type Metadata struct {
-	DisplayPhoneNumber string `json:"display_phone_number"`
-	PhoneNumberID      string `json:"phone_number_id"`
-}
-
-// Contact is the sender of inbound messages.
-type Contact struct {
-	WaID    string `json:"wa_id"`
-	Profile struct {
-		Name string `json:"name"`
-	} `json:"profile"`
-}
-
-// InboundMessage is a message a user sent. Type-specific content is kept
-// raw in Content, keyed by type.
-type InboundMessage struct {
-	From      string `json:"from"`
-	ID        string `json:"id"`
-	Timestamp string `json:"timestamp"`
-	Type      string `json:"type"`
-	Text      *struct {
-		Body string `json:"body"`
-	} `json:"text,omitempty"`
-	Context *struct {
-		From string `json:"from"`
-		ID   string `json:"id"`
-	} `json:"context,omitempty"`
-	// Errors are errors about this message (messages[].errors[]), such as
-	// unsupported message types.
-	Errors []errcodes.Error `json:"errors,omitempty"`
-	// Content holds the whole message object, for types without a field
-	// here (image, interactive, button, location, ...).
-	Content json.RawMessage `json:"-"`
-}
-
-// Status reports a sent message's progress: "sent", "delivered", "read",
-// or "failed" with Errors.
-type Status struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	Timestamp    string `json:"timestamp"`
-	RecipientID  string `json:"recipient_id"`
-	CallbackData string `json:"biz_opaque_callback_data,omitempty"`
-	Conversation *struct {
-		ID                  string `json:"id"`
-		ExpirationTimestamp string `json:"expiration_timestamp,omitempty"`
-		Origin              struct {
-			Type string `json:"type"`
-		} `json:"origin"`
-	} `json:"conversation,omitempty"`
-	Pricing *struct {
-		Billable     bool   `json:"billable"`
-		PricingModel string `json:"pricing_model"`
-		Category     string `json:"category"`
-		Type         string `json:"type,omitempty"`
-	} `json:"pricing,omitempty"`
-	// Errors say why a message failed; classify them with Class.
-	Errors []errcodes.Error `json:"errors,omitempty"`
-}
-
-// ParseNotification decodes a webhook body. Errors match
-// ErrBadNotification (or errcodes.ErrNotGraphError for a malformed error
-// object) and never quote the body.
-func ParseNotification(body []byte) (*Notification, error) {
-	var n Notification
-	if err := json.Unmarshal(body, &n); err != nil {
-		if errors.Is(err, errcodes.ErrNotGraphError) {
-			return nil, errors.Join(ErrBadNotification, errcodes.ErrNotGraphError)
-		}
-		return nil, ErrBadNotification
-	}
-	if n.Object == "" && len(n.Entry) == 0 {
-		return nil, ErrBadNotification
-	}
-	// Keep each inbound message's raw object for its type-specific content.
-	var raw struct {
-		Entry []struct {
-			Changes []struct {
-				Value struct {
-					Messages []json.RawMessage `json:"messages"`
-				} `json:"value"`
-			} `json:"changes"`
-		} `json:"entry"`
-	}
-	if json.Unmarshal(body, &raw) == nil {
-		for i := range n.Entry {
-			for j := range n.Entry[i].Changes {
-				msgs := n.Entry[i].Changes[j].Value.Messages
-				if i < len(raw.Entry) && j < len(raw.Entry[i].Changes) {
-					for k := range msgs {
-						if k < len(raw.Entry[i].Changes[j].Value.Messages) {
-							msgs[k].Content = raw.Entry[i].Changes[j].Value.Messages[k]
-						}
-					}
-				}
-			}
+// Contact returns the contact who sent m (matched on phone number or
+// BSUID), or nil.
+func (e WebhookEvent) Contact(m *InboundMessage) *Contact {
+	for i := range e.Contacts {
+		c := &e.Contacts[i]
+		if (m.From != "" && c.WaID == m.From) || (m.FromUserID != "" && c.UserID == m.FromUserID) {
+			return c
 		}
 	}
-	return &n, nil
+	return nil
+}
+
+// WebhookOption configures a WebhookHandler.
+type WebhookOption func(*WebhookHandler) error
+
+// WithVerifyToken sets the token that Meta's GET verification challenge
+// must present. Without it every challenge is refused.
+func WithVerifyToken(token string) WebhookOption {
+	return func(h *WebhookHandler) error { h.verifyToken = token; return nil }
+}
+
+// WithDeduper sets the Deduper that drops redelivered items (default:
+// NewDeduper(100_000, 16 MiB)).
+func WithDeduper(d *Deduper) WebhookOption {
+	return func(h *WebhookHandler) error {
+		if d == nil {
+			return errors.New("cloudapi: WithDeduper(nil)")
+		}
+		h.dedupe = d
+		return nil
+	}
+}
+
+// OnNotification sets a callback that receives every notification, after
+// de-duplication and before the typed callbacks. It sees everything, so it
+// satisfies the handler's rule that nothing is acknowledged unseen.
+func OnNotification(f func(context.Context, *Notification) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onNotify = f; return nil }
+}
+
+// OnMessage sets the callback for each inbound message (field messages).
+func OnMessage(f func(context.Context, WebhookEvent, *InboundMessage) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onMessage = f; return nil }
+}
+
+// OnStatus sets the callback for each status (field messages): sent,
+// delivered, read, played, failed, and call statuses.
+func OnStatus(f func(context.Context, WebhookEvent, *Status) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onStatus = f; return nil }
+}
+
+// OnErrors sets the callback for errors not tied to one message
+// (value.errors[] of field messages).
+func OnErrors(f func(context.Context, WebhookEvent, []errcodes.Error) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onErrors = f; return nil }
+}
+
+// OnTemplateStatus sets the callback for message_template_status_update.
+func OnTemplateStatus(f func(context.Context, WebhookEvent, *TemplateStatusUpdate) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onTemplate = f; return nil }
+}
+
+// OnQuality sets the callback for phone_number_quality_update (quality
+// rating and messaging-limit changes). See [ApplyTierUpdate] to feed a
+// portfolio's throughput.Tier from it.
+func OnQuality(f func(context.Context, WebhookEvent, *QualityUpdate) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onQuality = f; return nil }
+}
+
+// OnOther sets the callback for every change no typed callback took in
+// full: fields without a typed callback (account_update, user_preferences,
+// calls, history, unknown fields, ...), the parts of a messages change whose
+// typed callback is not set, and changes with decoding Problems. The Change
+// keeps its Raw value, so nothing is lost.
+func OnOther(f func(context.Context, WebhookEvent, *Change) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onOther = f; return nil }
 }
 
 // WebhookHandler serves Meta's webhook endpoint: the GET verification
 // challenge, and POSTed notifications checked against X-Hub-Signature-256
-// (401 without it, 403 on mismatch), de-duplicated (Meta delivers at least
-// once and retries for up to 7 days), and handed to a callback.
+// (401 without it, 403 on mismatch), decoded leniently, de-duplicated (Meta
+// delivers at least once and retries for up to 7 days) and handed to the
+// callbacks.
+//
+// It answers 200 once the callbacks accepted everything, including items
+// with decoding problems (they are reported, never a reason to reject a
+// signed batch that Meta would redeliver for days); 500 when a callback
+// returns an error, so that Meta delivers again; 400 only for a body that is
+// not a JSON object at all. It is safe for concurrent use.
 type WebhookHandler struct {
 	appSecret   string
 	verifyToken string
-	onNotify    func(context.Context, *Notification) error
 	dedupe      *Deduper
+
+	onNotify   func(context.Context, *Notification) error
+	onMessage  func(context.Context, WebhookEvent, *InboundMessage) error
+	onStatus   func(context.Context, WebhookEvent, *Status) error
+	onErrors   func(context.Context, WebhookEvent, []errcodes.Error) error
+	onTemplate func(context.Context, WebhookEvent, *TemplateStatusUpdate) error
+	onQuality  func(context.Context, WebhookEvent, *QualityUpdate) error
+	onOther    func(context.Context, WebhookEvent, *Change) error
 }
 
-// NewWebhookHandler returns a handler that verifies subscriptions with
-// verifyToken, checks signatures with appSecret and calls onNotify with each
-// notification, duplicates of messages and statuses already seen removed
-// (by d; nil makes a Deduper of 100,000 entries). If onNotify returns an
-// error the handler answers 500, so that Meta delivers again.
-func NewWebhookHandler(appSecret, verifyToken string, onNotify func(context.Context, *Notification) error, d *Deduper) *WebhookHandler {
-	if d == nil {
-		d = NewDeduper(100_000)
+// NewWebhookHandler returns a handler that checks signatures with appSecret
+// and hands what Meta posts to the callbacks set by the options.
+//
+// It fails, with an error matching ErrNoAppSecret, for an empty appSecret,
+// and when neither OnNotification nor OnOther is set: without one of them
+// some field would be answered 200 with nobody having seen it.
+func NewWebhookHandler(appSecret string, opts ...WebhookOption) (*WebhookHandler, error) {
+	if appSecret == "" {
+		return nil, ErrNoAppSecret
 	}
-	return &WebhookHandler{appSecret: appSecret, verifyToken: verifyToken, onNotify: onNotify, dedupe: d}
+	h := &WebhookHandler{appSecret: appSecret}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("cloudapi: nil WebhookOption")
+		}
+		if err := o(h); err != nil {
+			return nil, err
+		}
+	}
+	if h.onNotify == nil && h.onOther == nil {
+		return nil, errors.New("cloudapi: webhook handler needs OnNotification or OnOther, so that no field is acknowledged unseen")
+	}
+	if h.dedupe == nil {
+		h.dedupe = NewDeduper(100_000, 16<<20)
+	}
+	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -247,12 +240,13 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "malformed notification", http.StatusBadRequest)
 			return
 		}
-		if h.dedupe.filter(n) && h.onNotify != nil {
-			if err := h.onNotify(r.Context(), n); err != nil {
-				h.dedupe.forget(n)
-				http.Error(w, "handler failed", http.StatusInternalServerError)
-				return
+		keys := h.dedupe.filter(n)
+		if err := h.deliver(r.Context(), n); err != nil {
+			for _, k := range keys {
+				h.dedupe.Forget(k)
 			}
+			http.Error(w, "handler failed", http.StatusInternalServerError)
+			return
 		}
 		w.WriteHeader(http.StatusOK)
 	default:
@@ -261,96 +255,99 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Deduper remembers the most recent keys it has seen, up to a capacity,
-// forgetting the oldest first. It is safe for concurrent use.
-type Deduper struct {
-	mu    sync.Mutex // protects the fields below
-	cap   int
-	order *list.List               // of string, oldest first
-	seen  map[string]*list.Element // key -> its element in order
-}
-
-// NewDeduper returns a Deduper of capacity keys (at least 1).
-func NewDeduper(capacity int) *Deduper {
-	return &Deduper{cap: max(capacity, 1), order: list.New(), seen: map[string]*list.Element{}}
-}
-
-// Seen records key and reports whether it had been recorded before.
-func (d *Deduper) Seen(key string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.seen[key]; ok {
-		return true
+// deliver hands n to the callbacks; the first error stops it.
+func (h *WebhookHandler) deliver(ctx context.Context, n *Notification) error {
+	if len(n.Entry) == 0 && len(n.Problems) == 0 {
+		return nil // nothing new: every item was delivered before
 	}
-	d.seen[key] = d.order.PushBack(key)
-	if d.order.Len() > d.cap {
-		oldest := d.order.Front()
-		d.order.Remove(oldest)
-		delete(d.seen, oldest.Value.(string))
+	if h.onNotify != nil {
+		if err := h.onNotify(ctx, n); err != nil {
+			return err
+		}
+	}
+	for i := range n.Entry {
+		e := &n.Entry[i]
+		for j := range e.Changes {
+			c := &e.Changes[j]
+			if err := h.deliverChange(ctx, e.ID, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *WebhookHandler) deliverChange(ctx context.Context, waba string, c *Change) error {
+	ev := WebhookEvent{WABAID: waba, Field: c.Field}
+	if c.Value != nil {
+		ev.Metadata, ev.Contacts = c.Value.Metadata, c.Value.Contacts
+	}
+	other := len(c.Problems) > 0 // unreadable items are only in Raw
+	switch {
+	case c.Field == FieldMessages && c.Value != nil:
+		v := c.Value
+		if len(v.Messages) > 0 {
+			if h.onMessage == nil {
+				other = true
+			}
+			for k := range v.Messages {
+				if h.onMessage != nil {
+					if err := h.onMessage(ctx, ev, &v.Messages[k]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if len(v.Statuses) > 0 {
+			if h.onStatus == nil {
+				other = true
+			}
+			for k := range v.Statuses {
+				if h.onStatus != nil {
+					if err := h.onStatus(ctx, ev, &v.Statuses[k]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if len(v.Errors) > 0 {
+			if h.onErrors == nil {
+				other = true
+			} else if err := h.onErrors(ctx, ev, v.Errors); err != nil {
+				return err
+			}
+		}
+		if len(v.Extra) > 0 && hasUnclaimed(v.Extra) {
+			other = true
+		}
+	case c.TemplateStatus != nil && h.onTemplate != nil:
+		if err := h.onTemplate(ctx, ev, c.TemplateStatus); err != nil {
+			return err
+		}
+	case c.Quality != nil && h.onQuality != nil:
+		if err := h.onQuality(ctx, ev, c.Quality); err != nil {
+			return err
+		}
+	default:
+		other = true
+	}
+	if other && h.onOther != nil {
+		return h.onOther(ctx, ev, c)
+	}
+	return nil
+}
+
+// hasUnclaimed reports whether a messages value's Extra holds a key that no
+// typed callback delivered (anything beyond messaging_product, metadata and
+// contacts, which travel with every item, and keys of typed members kept raw
+// for exactness).
+func hasUnclaimed(extra map[string]json.RawMessage) bool {
+	for k := range extra {
+		switch k {
+		case "messaging_product", "metadata", "contacts", "messages", "statuses", "errors":
+		default:
+			return true
+		}
 	}
 	return false
-}
-
-// Forget removes key, so that it is new again.
-func (d *Deduper) Forget(key string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.seen[key]; ok {
-		d.order.Remove(e)
-		delete(d.seen, key)
-	}
-}
-
-// Len returns the number of keys remembered.
-func (d *Deduper) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.seen)
-}
-
-func messageKey(m InboundMessage) string { return "m:" + m.ID }
-func statusKey(s Status) string          { return "s:" + s.ID + ":" + s.Status }
-
-// filter removes messages and statuses seen before from n and reports
-// whether anything is left to deliver.
-func (d *Deduper) filter(n *Notification) bool {
-	left := false
-	for i := range n.Entry {
-		for j := range n.Entry[i].Changes {
-			v := &n.Entry[i].Changes[j].Value
-			msgs := v.Messages[:0]
-			for _, m := range v.Messages {
-				if m.ID == "" || !d.Seen(messageKey(m)) {
-					msgs = append(msgs, m)
-				}
-			}
-			v.Messages = msgs
-			sts := v.Statuses[:0]
-			for _, s := range v.Statuses {
-				if s.ID == "" || !d.Seen(statusKey(s)) {
-					sts = append(sts, s)
-				}
-			}
-			v.Statuses = sts
-			if len(msgs) > 0 || len(sts) > 0 || len(v.Errors) > 0 || len(v.Contacts) > 0 {
-				left = true
-			}
-		}
-	}
-	return left
-}
-
-// forget un-records what n delivered, after the callback failed, so that
-// Meta's redelivery is not dropped as a duplicate.
-func (d *Deduper) forget(n *Notification) {
-	for _, e := range n.Entry {
-		for _, c := range e.Changes {
-			for _, m := range c.Value.Messages {
-				d.Forget(messageKey(m))
-			}
-			for _, s := range c.Value.Statuses {
-				d.Forget(statusKey(s))
-			}
-		}
-	}
 }

@@ -2,11 +2,11 @@ package cloudapi_test
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +19,35 @@ import (
 
 const appSecret = "app-secret-for-tests"
 
+func newHandler(t *testing.T, opts ...cloudapi.WebhookOption) *cloudapi.WebhookHandler {
+	t.Helper()
+	h, err := cloudapi.NewWebhookHandler(appSecret, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// post posts body to h signed with appSecret (or with sig when not empty)
+// and returns the status.
+func post(t *testing.T, h http.Handler, body string) int {
+	t.Helper()
+	return postSigned(h, body, cloudapitest.Sign([]byte(body), appSecret))
+}
+
+func postSigned(h http.Handler, body, sig string) int {
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body))
+	if sig != "" {
+		req.Header.Set(cloudapi.SignatureHeader, sig)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
 func TestWebhookVerification(t *testing.T) {
 	t.Parallel()
-	h := cloudapi.NewWebhookHandler(appSecret, "verify-me", nil, nil)
+	h := newHandler(t, cloudapi.WithVerifyToken("verify-me"), cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
 	for _, tc := range []struct {
 		query  string
 		status int
@@ -42,47 +68,106 @@ func TestWebhookVerification(t *testing.T) {
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("PUT = %d", rec.Code)
 	}
+	// Without WithVerifyToken every challenge is refused.
+	h2 := newHandler(t, cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { return nil }))
+	rec = httptest.NewRecorder()
+	h2.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webhook?hub.mode=subscribe&hub.verify_token=&hub.challenge=1", nil))
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("no verify token: GET = %d, want 403", rec.Code)
+	}
 }
 
 func TestWebhookSignature(t *testing.T) {
 	t.Parallel()
 	called := 0
-	h := cloudapi.NewWebhookHandler(appSecret, "v", func(context.Context, *cloudapi.Notification) error { called++; return nil }, nil)
+	h := newHandler(t, cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { called++; return nil }))
 	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"1"},"statuses":[{"id":"wamid.A","status":"sent","timestamp":"1","recipient_id":"237690000001"}]}}]}]}`
-	post := func(sig string, b string) int {
-		req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(b))
-		if sig != "" {
-			req.Header.Set(cloudapi.SignatureHeader, sig)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	good := "sha256=" + hex.EncodeToString(cloudapi.Sign([]byte(body), appSecret))
-	if code := post("", body); code != http.StatusUnauthorized {
+	good := cloudapitest.Sign([]byte(body), appSecret)
+	if code := postSigned(h, body, ""); code != http.StatusUnauthorized {
 		t.Errorf("no signature: %d, want 401", code)
 	}
-	for _, bad := range []string{"sha256=00", "sha1=" + good[7:], "sha256=zz", "sha256=" + hex.EncodeToString(cloudapi.Sign([]byte(body), "other"))} {
-		if code := post(bad, body); code != http.StatusForbidden {
+	for _, bad := range []string{"sha256=00", "sha1=" + good[7:], "sha256=zz", cloudapitest.Sign([]byte(body), "other"), good[7:]} {
+		if code := postSigned(h, body, bad); code != http.StatusForbidden {
 			t.Errorf("signature %q: %d, want 403", bad, code)
 		}
 	}
-	if code := post(good, body+" "); code != http.StatusForbidden {
+	if code := postSigned(h, body+" ", good); code != http.StatusForbidden {
 		t.Errorf("tampered body: %d, want 403", code)
 	}
-	if code := post(good, body); code != http.StatusOK || called != 1 {
+	if code := postSigned(h, body, good); code != http.StatusOK || called != 1 {
 		t.Errorf("good: %d, called %d", code, called)
 	}
-	if code := post(good, body); code != http.StatusOK || called != 1 {
+	if code := postSigned(h, body, good); code != http.StatusOK || called != 1 {
 		t.Errorf("redelivery: %d, called %d (want deduplicated)", code, called)
 	}
 	big := strings.Repeat(" ", cloudapi.MaxWebhookBody+1)
-	if code := post("sha256="+hex.EncodeToString(cloudapi.Sign([]byte(big), appSecret)), big); code != http.StatusRequestEntityTooLarge {
+	if code := post(t, h, big); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized body: %d", code)
 	}
-	junk := "not json"
-	if code := post("sha256="+hex.EncodeToString(cloudapi.Sign([]byte(junk), appSecret)), junk); code != http.StatusBadRequest {
-		t.Errorf("junk body: %d", code)
+	for _, junk := range []string{"not json", "[]", `"x"`, ""} {
+		if code := post(t, h, junk); code != http.StatusBadRequest {
+			t.Errorf("junk body %q: %d, want 400", junk, code)
+		}
+	}
+}
+
+// TestWebhookEmptyAppSecret: issue 11 item 7. An empty app secret once
+// accepted forged payloads: VerifySignature(body, sig, "") returned nil for
+// the HMAC keyed with "".
+func TestWebhookEmptyAppSecret(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
+	forged := cloudapitest.Sign(body, "")
+	if err := cloudapi.VerifySignature(body, forged, ""); !errors.Is(err, cloudapi.ErrNoAppSecret) {
+		t.Errorf("VerifySignature with an empty secret = %v, want ErrNoAppSecret", err)
+	}
+	if err := cloudapi.VerifySignature(body, "", ""); !errors.Is(err, cloudapi.ErrNoAppSecret) {
+		t.Errorf("VerifySignature with an empty secret and header = %v, want ErrNoAppSecret", err)
+	}
+	h, err := cloudapi.NewWebhookHandler("", cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { return nil }))
+	if !errors.Is(err, cloudapi.ErrNoAppSecret) || h != nil {
+		t.Errorf("NewWebhookHandler(\"\") = %v, %v; want ErrNoAppSecret", h, err)
+	}
+}
+
+// TestWebhookNeedsCatchAll: a handler must not acknowledge a field nobody
+// sees, so it needs OnNotification or OnOther.
+func TestWebhookNeedsCatchAll(t *testing.T) {
+	t.Parallel()
+	for _, opts := range [][]cloudapi.WebhookOption{
+		nil,
+		{cloudapi.OnMessage(func(context.Context, cloudapi.WebhookEvent, *cloudapi.InboundMessage) error { return nil })},
+		{cloudapi.WithVerifyToken("v")},
+	} {
+		if _, err := cloudapi.NewWebhookHandler(appSecret, opts...); err == nil {
+			t.Errorf("NewWebhookHandler(%d options without a catch-all) succeeded", len(opts))
+		}
+	}
+	if _, err := cloudapi.NewWebhookHandler(appSecret, nil); err == nil {
+		t.Error("NewWebhookHandler(nil option) succeeded")
+	}
+	if _, err := cloudapi.NewWebhookHandler(appSecret, cloudapi.WithDeduper(nil)); err == nil {
+		t.Error("WithDeduper(nil) accepted")
+	}
+}
+
+// TestWebhookLargeBody: Meta's payloads reach 3 MB; the old 1 MiB cap
+// refused them with 413, and Meta's retries then gave up.
+func TestWebhookLargeBody(t *testing.T) {
+	t.Parallel()
+	var msgs []string
+	for i := range 8000 {
+		msgs = append(msgs, `{"from":"237690000001","id":"wamid.`+strconv.Itoa(i)+`","timestamp":"1749416383","type":"text","text":{"body":"`+strings.Repeat("x", 280)+`"}}`)
+	}
+	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"1"},"messages":[` + strings.Join(msgs, ",") + `]}}]}]}`
+	if len(body) < 2_900_000 || len(body) > cloudapi.MaxWebhookBody {
+		t.Fatalf("body of %d bytes does not test a ~3 MB payload", len(body))
+	}
+	got := 0
+	h := newHandler(t, cloudapi.OnMessage(func(context.Context, cloudapi.WebhookEvent, *cloudapi.InboundMessage) error { got++; return nil }),
+		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	if code := post(t, h, body); code != http.StatusOK || got != len(msgs) {
+		t.Errorf("3 MB body: %d, %d messages delivered, want 200 and %d", code, got, len(msgs))
 	}
 }
 
@@ -99,20 +184,17 @@ func TestStatusWebhooksFromTheFake(t *testing.T) {
 		var mu sync.Mutex
 		var got []cloudapi.Status
 		fail := true
-		handler := cloudapi.NewWebhookHandler(appSecret, "v", func(_ context.Context, n *cloudapi.Notification) error {
+		handler := newHandler(t, cloudapi.OnStatus(func(_ context.Context, _ cloudapi.WebhookEvent, s *cloudapi.Status) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if fail {
 				fail = false
 				return errors.New("database down")
 			}
-			for _, e := range n.Entry {
-				for _, c := range e.Changes {
-					got = append(got, c.Value.Statuses...)
-				}
-			}
+			got = append(got, *s)
 			return nil
-		}, cloudapi.NewDeduper(10))
+		}), cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }),
+			cloudapi.WithDeduper(cloudapi.NewDeduper(10, 1<<20)))
 		req := h.srv.Requests()[0]
 		// The first delivery fails in the handler: Meta will deliver again,
 		// and the redelivery must not be dropped as a duplicate.
@@ -137,75 +219,4 @@ func TestStatusWebhooksFromTheFake(t *testing.T) {
 			t.Error("status error does not match MarketingLimit")
 		}
 	})
-}
-
-func TestParseNotification(t *testing.T) {
-	t.Parallel()
-	body := `{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{
-		"messaging_product":"whatsapp","metadata":{"display_phone_number":"15550783881","phone_number_id":"106540352242922"},
-		"contacts":[{"profile":{"name":"Ada"},"wa_id":"237690000001"}],
-		"messages":[{"from":"237690000001","id":"wamid.IN","timestamp":"1749416383","type":"text","text":{"body":"hi"}},
-		            {"from":"237690000001","id":"wamid.IMG","timestamp":"1749416384","type":"image","image":{"id":"1","mime_type":"image/jpeg"}}],
-		"errors":[{"code":131051,"title":"Unsupported message type","message":"Unsupported message type","error_data":{"details":"x"}}]}}]}]}`
-	n, err := cloudapi.ParseNotification([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := n.Entry[0].Changes[0].Value
-	if v.Metadata.PhoneNumberID != "106540352242922" || v.Contacts[0].Profile.Name != "Ada" || v.Messages[0].Text.Body != "hi" ||
-		!strings.Contains(string(v.Messages[1].Content), `"mime_type":"image/jpeg"`) || v.Errors[0].Code != errcodes.UnsupportedMessageType {
-		t.Errorf("parsed %+v", v)
-	}
-	for _, bad := range []string{"", "{}", "[]", `{"entry":[{"changes":[{"value":{"statuses":[{"errors":[{"title":"no code"}]}]}}]}]}`} {
-		if _, err := cloudapi.ParseNotification([]byte(bad)); !errors.Is(err, cloudapi.ErrBadNotification) {
-			t.Errorf("ParseNotification(%q) = %v", bad, err)
-		}
-	}
-}
-
-func FuzzParseNotification(f *testing.F) {
-	f.Add([]byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"statuses":[{"id":"wamid.A","status":"failed","errors":[{"code":131049}]}]}}]}]}`))
-	f.Add([]byte(`{"object":"x","entry":[{"changes":[{"value":{"messages":[{"id":"1","type":"text","text":{"body":"b"}}]}}]}]}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		n, err := cloudapi.ParseNotification(body)
-		if err != nil {
-			if !errors.Is(err, cloudapi.ErrBadNotification) || n != nil {
-				t.Fatalf("ParseNotification = %v, %v", n, err)
-			}
-			return
-		}
-		d := cloudapi.NewDeduper(4)
-		_ = d
-		for _, e := range n.Entry {
-			for _, c := range e.Changes {
-				for _, s := range c.Value.Statuses {
-					for _, ge := range s.Errors {
-						_ = ge.Class()
-						_ = ge.Error()
-					}
-				}
-			}
-		}
-	})
-}
-
-func TestDeduperIsBounded(t *testing.T) {
-	t.Parallel()
-	d := cloudapi.NewDeduper(3)
-	for _, k := range []string{"a", "b", "c", "d"} {
-		if d.Seen(k) {
-			t.Errorf("%s seen before", k)
-		}
-	}
-	if d.Len() != 3 || d.Seen("a") {
-		t.Errorf("len %d; the oldest key should have been forgotten", d.Len())
-	}
-	if !d.Seen("d") {
-		t.Error("recent key forgotten")
-	}
-	d.Forget("d")
-	if d.Seen("d") {
-		t.Error("forgotten key still seen")
-	}
 }

@@ -14,6 +14,20 @@ import (
 	"github.com/wapace/wapace/errcodes"
 )
 
+// SignatureHeader is the header Meta signs webhook bodies in.
+const SignatureHeader = "X-Hub-Signature-256"
+
+// Sign returns the value of the X-Hub-Signature-256 header Meta would send
+// with body: "sha256=" and the hex HMAC-SHA256 of body keyed with appSecret.
+// Set it as is:
+//
+//	req.Header.Set(cloudapitest.SignatureHeader, cloudapitest.Sign(body, secret))
+func Sign(body []byte, appSecret string) string {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
 // StatusUpdate is a status webhook the server can post: the progress of a
 // message it accepted.
 type StatusUpdate struct {
@@ -88,9 +102,7 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 func (s *Server) PostStatus(h http.Handler, updates ...StatusUpdate) *http.Response {
 	body := s.StatusBody(updates...)
 	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
-	m := hmac.New(sha256.New, []byte(s.appSecret))
-	m.Write(body)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	req.Header.Set(SignatureHeader, Sign(body, s.appSecret))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
