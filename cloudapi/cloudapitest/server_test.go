@@ -216,7 +216,7 @@ func TestRealSocket(t *testing.T) {
 func TestSignatureHeaderVerifies(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
-	h := cloudapitest.SignatureHeader(body, "app-secret")
+	h := cloudapitest.Sign(body, "app-secret")
 	if !strings.HasPrefix(h, "sha256=") || len(h) != len("sha256=")+64 {
 		t.Fatalf("header %q", h)
 	}
