@@ -31,9 +31,6 @@ const (
 	// Graph API changelog (v26.0, July 2026). Pin a version with
 	// WithAPIVersion to upgrade on your own schedule.
 	DefaultAPIVersion = "v26.0"
-	// DefaultMaxAttempts bounds the requests made for one message: with
-	// Meta's 4^X schedule the waits between them add up to 341 s.
-	DefaultMaxAttempts = 6
 	// DefaultTimeout bounds one request unless the *http.Client given to
 	// WithHTTPClient sets its own Timeout.
 	DefaultTimeout = 30 * time.Second
@@ -233,7 +230,8 @@ func WithBudget(b *throughput.Budget) Option {
 
 // WithRetry sets the least wait before a refused message is retried (the
 // limits' own holds may make it longer) and the most requests made for one
-// message. The defaults are backoff.Meta and DefaultMaxAttempts.
+// message. The defaults are backoff.Meta and backoff.DefaultMaxAttempts (6:
+// with Meta's 4^X schedule the waits between them add up to 341 s).
 func WithRetry(s backoff.Schedule, maxAttempts int) Option {
 	return func(c *Client) error {
 		if s == nil || maxAttempts < 1 {
@@ -291,7 +289,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		clock:      clock.New(),
 		log:        slog.New(slog.DiscardHandler),
 		schedule:   backoff.Meta,
-		attempts:   DefaultMaxAttempts,
+		attempts:   backoff.DefaultMaxAttempts,
 		defaultMPS: throughput.Default,
 		mpsFor:     map[string]int{},
 		newKey:     randomKey,
