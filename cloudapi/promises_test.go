@@ -461,3 +461,79 @@ func TestUnheldRefusalIsNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// Promise 2 through the fake: a request that never left is not submitted.
+func TestStalledRequestIsNotSubmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Script(cloudapitest.Failure{Stall: true})
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, err := h.c.Send(ctx, number, cloudapi.Text(alice, "x"))
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || len(h.srv.Requests()) != 0 {
+			t.Fatalf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+		// Nothing was sent, so the pair owes nothing: the next message goes now.
+		before := time.Now()
+		if res, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "y")); err != nil || !res.SentAt.Equal(before) {
+			t.Errorf("next message: %+v %v", res, err)
+		}
+	})
+}
+
+// Many goroutines sending one key: exactly one request, every other call
+// a duplicate.
+func TestConcurrentDuplicates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		m := withKey(cloudapi.Text(alice, "once"), "same-key")
+		errs := make(chan error, 50)
+		for range 50 {
+			go func() {
+				_, err := h.c.Send(t.Context(), number, m)
+				errs <- err
+			}()
+		}
+		ok, dup := 0, 0
+		for range 50 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case errors.Is(err, cloudapi.ErrDuplicate):
+				dup++
+			default:
+				t.Error(err)
+			}
+		}
+		if ok != 1 || dup != 49 || len(h.srv.Requests()) != 1 {
+			t.Errorf("%d accepted, %d duplicates, %d requests", ok, dup, len(h.srv.Requests()))
+		}
+	})
+}
+
+func FuzzCheckResponse(f *testing.F) {
+	f.Add(200, []byte(`{"messages":[{"id":"wamid.1"}]}`))
+	f.Add(200, []byte(`{"error":{"code":131056}}`))
+	f.Add(500, []byte(`{"error":{"code":"131000","message":"x"}}`))
+	f.Add(502, []byte(`<html>`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 599 {
+			return
+		}
+		resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
+		data, err := cloudapi.CheckResponse(resp)
+		ok := status >= 200 && status < 300
+		switch {
+		case err == nil && !ok:
+			t.Fatalf("status %d accepted", status)
+		case err == nil && !bytes.Equal(data, body):
+			t.Fatalf("success body altered")
+		case err != nil && data != nil:
+			t.Fatalf("error with a body")
+		}
+		var ge *errcodes.Error
+		if errors.As(err, &ge) && ge.HTTPStatus != status {
+			t.Fatalf("status %d recorded as %d", status, ge.HTTPStatus)
+		}
+	})
+}
