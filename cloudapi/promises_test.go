@@ -537,3 +537,28 @@ func FuzzCheckResponse(f *testing.F) {
 		}
 	})
 }
+
+// Error texts name the package once.
+func TestErrorTextsArePrefixedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		var errs []error
+		_, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(alice, "ok"), cloudapi.Text(alice, ""))
+		errs = append(errs, err)
+		h.srv.FailNext(errcodes.MarketingLimit)
+		_, err = h.c.Send(t.Context(), number, cloudapi.Template(bob, "t", "en"))
+		errs = append(errs, err)
+		h.srv.Script(cloudapitest.Failure{Reset: true})
+		_, err = h.c.Send(t.Context(), number, cloudapi.Text("+237 690 00 00 07", "x"))
+		errs = append(errs, err)
+		for _, err := range errs {
+			if err == nil || strings.Count(err.Error(), "cloudapi: ") != 1 {
+				t.Errorf("error text %q", err)
+			}
+		}
+		var ve *cloudapi.ValidationError
+		if !errors.As(errs[0], &ve) || ve.Field != "messages[1].text.body" {
+			t.Errorf("bubble error %v", errs[0])
+		}
+	})
+}

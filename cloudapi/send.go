@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wapace/wapace/backoff"
@@ -116,8 +117,9 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
-		if len(msgs) > 1 {
-			return fmt.Errorf("cloudapi: bubble %d: %w", i, err)
+		var ve *ValidationError
+		if len(msgs) > 1 && errors.As(err, &ve) {
+			return invalid("messages["+strconv.Itoa(i)+"]."+ve.Field, ve.Reason)
 		}
 		return err
 	}
