@@ -562,3 +562,39 @@ func TestErrorTextsArePrefixedOnce(t *testing.T) {
 		}
 	})
 }
+
+// Issue 12 section 5: more message types, validated before spending.
+func TestMoreMessageTypes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		for _, tc := range []struct {
+			m    cloudapi.Message
+			want string // a fragment of the request body
+		}{
+			{cloudapi.Voice(alice, cloudapi.Media{ID: "9"}), `"audio":{"id":"9","voice":true}`},
+			{cloudapi.CallToAction(alice, "See your order", "Open", "https://example.com/o/1"), `"action":{"name":"cta_url","parameters":{"display_text":"Open","url":"https://example.com/o/1"}}`},
+			{cloudapi.LocationRequest(alice, "Where should we deliver?"), `"type":"location_request_message"`},
+		} {
+			before := len(h.srv.Requests())
+			tc.m.ReplyTo = "wamid.IN1"
+			if _, err := h.c.Send(t.Context(), number, tc.m); err != nil {
+				t.Fatalf("%s: %v", tc.want, err)
+			}
+			body := string(h.srv.Requests()[before].Body)
+			if !strings.Contains(body, tc.want) || !strings.Contains(body, `"context":{"message_id":"wamid.IN1"}`) {
+				t.Errorf("body %s lacks %s or the reply context", body, tc.want)
+			}
+			time.Sleep(time.Minute)
+		}
+		for name, m := range map[string]cloudapi.Message{
+			"voice caption":  cloudapi.Voice(alice, cloudapi.Media{ID: "9", Caption: "no"}),
+			"cta long label": cloudapi.CallToAction(alice, "b", strings.Repeat("x", 21), "https://example.com"),
+			"cta bad url":    cloudapi.CallToAction(alice, "b", "Open", "javascript:alert(1)"),
+			"location empty": cloudapi.LocationRequest(alice, " "),
+		} {
+			if err := m.Validate(); !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Errorf("%s: Validate = %v", name, err)
+			}
+		}
+	})
+}
