@@ -77,9 +77,14 @@
 // # Webhooks
 //
 // [WebhookHandler] answers Meta's verification challenge, checks
-// X-Hub-Signature-256 in constant time, de-duplicates redeliveries and hands
-// [Notification] values (messages, statuses with errors, pricing,
-// biz_opaque_callback_data) to a callback.
+// X-Hub-Signature-256 in constant time (an empty app secret is refused),
+// reads bodies up to [MaxWebhookBody], decodes them leniently with
+// [ParseNotification], drops redeliveries with a [Deduper] bounded in keys
+// and bytes, and hands every item to typed callbacks ([OnMessage],
+// [OnStatus], [OnErrors], [OnTemplateStatus], [OnQuality]) or, raw, to
+// [OnOther]. A field that does not fit is a [*FieldError] naming it, never a
+// reason to refuse a signed batch; unknown keys are kept in each value's
+// Extra.
 //
 // # Testing
 //

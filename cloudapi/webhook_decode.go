@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -34,11 +35,42 @@ func (e *FieldError) Error() string { return "cloudapi: webhook field " + e.Path
 // enclosing value's Extra, so that nothing Meta sent is lost.
 type decoder struct {
 	problems []*FieldError
+	stack    []pathElem // the path to the value being decoded
 }
 
-func (d *decoder) fail(path, reason string) {
-	d.problems = append(d.problems, &FieldError{Path: strings.TrimPrefix(path, "."), Reason: reason})
+func (d *decoder) fail(reason string) {
+	d.problems = append(d.problems, &FieldError{Path: d.path(), Reason: reason})
 }
+
+// pathElem is one step of the path to the value being decoded: a member
+// name, or an array index when key is "".
+type pathElem struct {
+	key   string
+	index int
+}
+
+// path renders the decoder's current path, such as
+// "entry[0].changes[1].value.messages[2].timestamp". Decoding a well-formed
+// body never calls it, so it builds no strings.
+func (d *decoder) path() string {
+	var b strings.Builder
+	for _, e := range d.stack {
+		if e.key == "" {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(e.index))
+			b.WriteByte(']')
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.key)
+	}
+	return b.String()
+}
+
+func (d *decoder) push(key string, index int) { d.stack = append(d.stack, pathElem{key, index}) }
+func (d *decoder) pop()                       { d.stack = d.stack[:len(d.stack)-1] }
 
 // structInfo maps JSON keys to the fields of a webhook type.
 type structInfo struct {
@@ -92,10 +124,10 @@ var errorType = reflect.TypeFor[errcodes.Error]()
 // object decodes raw, which should be a JSON object, into the struct v.
 // Keys without a typed field, and keys whose value did not fit its field
 // exactly, are kept raw in v's Extra. It reports whether raw was an object.
-func (d *decoder) object(raw json.RawMessage, path string, v reflect.Value) bool {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		d.fail(path, "want an object, got "+kindOf(raw))
+func (d *decoder) object(raw json.RawMessage, v reflect.Value) bool {
+	members, ok := splitObject(raw)
+	if !ok {
+		d.fail("want an object, got " + kindOf(raw))
 		return false
 	}
 	si := infoOf(v.Type())
@@ -107,22 +139,20 @@ func (d *decoder) object(raw json.RawMessage, path string, v reflect.Value) bool
 		extra[k] = r
 	}
 	before := len(d.problems)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		r := m[k]
-		fi, ok := si.keys[k]
+	for _, m := range members {
+		fi, ok := si.keys[string(m.key)]
 		if !ok {
-			keep(k, r)
+			keep(string(m.key), m.value)
 			continue
 		}
 		f := v.Field(fi.index)
-		exact := d.value(r, path+"."+k, f)
+		f.SetZero() // a repeated key: the last one wins, as in encoding/json
+		delete(extra, fi.key)
+		d.push(fi.key, 0)
+		exact := d.value(m.value, f)
+		d.pop()
 		if !exact || f.IsZero() {
-			keep(k, r)
+			keep(fi.key, m.value)
 		}
 	}
 	if si.extra >= 0 && extra != nil {
@@ -136,7 +166,7 @@ func (d *decoder) object(raw json.RawMessage, path string, v reflect.Value) bool
 
 // value decodes raw into v leniently and reports whether it fitted exactly
 // (no problem, no conversion such as a number read into a string).
-func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool {
+func (d *decoder) value(raw json.RawMessage, v reflect.Value) bool {
 	raw = bytes.TrimSpace(raw)
 	if string(raw) == "null" {
 		return true
@@ -149,7 +179,7 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 			if errors.As(err, &pe) {
 				reason = pe.Reason
 			}
-			d.fail(path, reason)
+			d.fail(reason)
 			return false
 		}
 		v.Set(reflect.ValueOf(*e))
@@ -158,10 +188,13 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 	switch v.Kind() {
 	case reflect.String:
 		switch {
+		case len(raw) >= 2 && raw[0] == '"' && plainString(raw[1:len(raw)-1]):
+			v.SetString(string(raw[1 : len(raw)-1]))
+			return true
 		case len(raw) > 0 && raw[0] == '"':
 			var s string
 			if json.Unmarshal(raw, &s) != nil {
-				d.fail(path, "invalid string")
+				d.fail("invalid string")
 				return false
 			}
 			v.SetString(s)
@@ -172,7 +205,7 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 			v.SetString(string(raw))
 			return false
 		}
-		d.fail(path, "want a string, got "+kindOf(raw))
+		d.fail("want a string, got " + kindOf(raw))
 		return false
 	case reflect.Bool:
 		switch string(raw) {
@@ -183,13 +216,13 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 			v.SetBool(false)
 			return raw[0] != '"'
 		}
-		d.fail(path, "want a boolean, got "+kindOf(raw))
+		d.fail("want a boolean, got " + kindOf(raw))
 		return false
 	case reflect.Int, reflect.Int64:
 		s, quoted := unquoteNumber(raw)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			d.fail(path, "want an integer, got "+kindOf(raw))
+			d.fail("want an integer, got " + kindOf(raw))
 			return false
 		}
 		v.SetInt(n)
@@ -198,14 +231,14 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 		s, quoted := unquoteNumber(raw)
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			d.fail(path, "want a number, got "+kindOf(raw))
+			d.fail("want a number, got " + kindOf(raw))
 			return false
 		}
 		v.SetFloat(f)
 		return !quoted
 	case reflect.Pointer:
 		elem := reflect.New(v.Type().Elem())
-		exact := d.value(raw, path, elem.Elem())
+		exact := d.value(raw, elem.Elem())
 		if v.Type().Elem().Kind() == reflect.Struct && (len(raw) == 0 || raw[0] != '{') && v.Type().Elem() != errorType {
 			return false // not an object: leave the pointer nil
 		}
@@ -213,15 +246,15 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 		return exact
 	case reflect.Struct:
 		// A nested struct keeps its own Extra: the parent need not keep it.
-		return d.object(raw, path, v)
+		return d.object(raw, v)
 	case reflect.Slice:
 		if v.Type() == reflect.TypeFor[json.RawMessage]() {
 			v.SetBytes(slices.Clone(raw))
 			return true
 		}
-		var elems []json.RawMessage
-		if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
-			d.fail(path, "want an array, got "+kindOf(raw))
+		elems, ok := splitArray(raw)
+		if !ok {
+			d.fail("want an array, got " + kindOf(raw))
 			return false
 		}
 		out := reflect.MakeSlice(v.Type(), 0, len(elems))
@@ -229,10 +262,11 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 		for i, e := range elems {
 			e = bytes.TrimSpace(e)
 			ev := reflect.New(v.Type().Elem()).Elem()
-			p := path + "[" + strconv.Itoa(i) + "]"
-			if !d.value(e, p, ev) {
+			d.push("", i)
+			if !d.value(e, ev) {
 				exact = false
 			}
+			d.pop()
 			if ev.Kind() == reflect.Struct && ev.Type() != errorType && (len(e) == 0 || e[0] != '{') {
 				continue // an element that is not an object: reported, kept raw
 			}
@@ -246,7 +280,7 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 	case reflect.Map:
 		p := reflect.New(v.Type())
 		if json.Unmarshal(raw, p.Interface()) != nil {
-			d.fail(path, "want an object, got "+kindOf(raw))
+			d.fail("want an object, got " + kindOf(raw))
 			return false
 		}
 		v.Set(p.Elem())
@@ -254,11 +288,22 @@ func (d *decoder) value(raw json.RawMessage, path string, v reflect.Value) bool 
 	}
 	p := reflect.New(v.Type())
 	if json.Unmarshal(raw, p.Interface()) != nil {
-		d.fail(path, "unexpected "+kindOf(raw))
+		d.fail("unexpected " + kindOf(raw))
 		return false
 	}
 	v.Set(p.Elem())
 	return true
+}
+
+// plainString reports whether the inside of a JSON string needs no
+// unescaping or UTF-8 repair: no backslash, no control byte, valid UTF-8.
+func plainString(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c < 0x20 || c == '"' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 func isNumber(raw []byte) bool {

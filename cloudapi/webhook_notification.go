@@ -1,10 +1,8 @@
 package cloudapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
-	"strconv"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -537,17 +535,21 @@ func (u AccountUpdate) MarshalJSON() ([]byte, error) { return encodeObject(refle
 // reported in the Problems of the notification and of the item it belongs
 // to, and the rest is delivered.
 func ParseNotification(body []byte) (*Notification, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+	if !json.Valid(body) {
+		return nil, ErrBadNotification
+	}
+	body = body[skipSpace(body, 0):]
+	if len(body) == 0 || body[0] != '{' {
 		return nil, ErrBadNotification
 	}
 	var d decoder
 	var n Notification
-	d.object(body, "", reflect.ValueOf(&n).Elem())
+	d.object(body, reflect.ValueOf(&n).Elem())
 	for i := range n.Entry {
 		for j := range n.Entry[i].Changes {
 			c := &n.Entry[i].Changes[j]
-			c.decodeValue(&d, "entry["+strconv.Itoa(i)+"].changes["+strconv.Itoa(j)+"].value")
+			d.stack = append(d.stack[:0], pathElem{"entry", 0}, pathElem{"", i}, pathElem{"changes", 0}, pathElem{"", j}, pathElem{"value", 0})
+			c.decodeValue(&d)
 		}
 	}
 	n.Problems = d.problems
@@ -556,7 +558,7 @@ func ParseNotification(body []byte) (*Notification, error) {
 
 // decodeValue decodes c.Raw into the typed member its Field calls for,
 // recording problems in d and in c.Problems.
-func (c *Change) decodeValue(d *decoder, path string) {
+func (c *Change) decodeValue(d *decoder) {
 	if len(c.Raw) == 0 {
 		return
 	}
@@ -578,7 +580,7 @@ func (c *Change) decodeValue(d *decoder, path string) {
 	default:
 		return
 	}
-	if !d.object(c.Raw, path, reflect.ValueOf(dst).Elem()) {
+	if !d.object(c.Raw, reflect.ValueOf(dst).Elem()) {
 		c.Value, c.TemplateStatus, c.Quality, c.Account = nil, nil, nil, nil
 	}
 	if len(d.problems) > before {

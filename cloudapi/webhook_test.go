@@ -220,3 +220,68 @@ func TestStatusWebhooksFromTheFake(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookCallbackErrorRedelivers: a failing typed callback answers 500
+// and forgets what the delivery recorded, so Meta's redelivery of a
+// template update (deduplicated by content) is handed over again.
+func TestWebhookCallbackErrorRedelivers(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	h := newHandler(t,
+		cloudapi.OnTemplateStatus(func(context.Context, cloudapi.WebhookEvent, *cloudapi.TemplateStatusUpdate) error {
+			calls++
+			if calls == 1 {
+				return errors.New("database down")
+			}
+			return nil
+		}),
+		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"message_template_status_update","value":{"event":"PAUSED","message_template_id":"7","message_template_name":"t","message_template_language":"en"}}]}]}`
+	for i, want := range []int{http.StatusInternalServerError, http.StatusOK, http.StatusOK} {
+		if code := post(t, h, body); code != want {
+			t.Errorf("delivery %d = %d, want %d", i, code, want)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("callback ran %d times, want 2 (failed, then once more)", calls)
+	}
+}
+
+// TestWebhookConcurrentRedeliveries: Meta's concurrent redeliveries of one
+// message reach the callback once.
+func TestWebhookConcurrentRedeliveries(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	h := newHandler(t,
+		cloudapi.OnMessage(func(_ context.Context, _ cloudapi.WebhookEvent, m *cloudapi.InboundMessage) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[m.ID]++
+			return nil
+		}),
+		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				id := strconv.Itoa((g + i) % 25)
+				body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"1"},"messages":[{"from":"237690000001","id":"wamid.` + id + `","timestamp":"1","type":"text","text":{"body":"x"}}]}}]}]}`
+				if code := post(t, h, body); code != http.StatusOK {
+					t.Errorf("POST = %d", code)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 25 {
+		t.Errorf("%d distinct messages delivered, want 25", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("message %s delivered %d times", id, n)
+		}
+	}
+}

@@ -47,6 +47,9 @@ func Delivered(r Request) StatusUpdate { return StatusUpdate{Request: r, Status:
 // Read is the "read" status of r.
 func Read(r Request) StatusUpdate { return StatusUpdate{Request: r, Status: "read"} }
 
+// Played is the "played" status of r (a voice message was played).
+func Played(r Request) StatusUpdate { return StatusUpdate{Request: r, Status: "played"} }
+
 // Failed is the "failed" status of r with code (131049, say).
 func Failed(r Request, code errcodes.Code) StatusUpdate {
 	return StatusUpdate{Request: r, Status: "failed", Code: code}
@@ -59,7 +62,8 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 		ID           string            `json:"id"`
 		Status       string            `json:"status"`
 		Timestamp    string            `json:"timestamp"`
-		RecipientID  string            `json:"recipient_id"`
+		RecipientID  string            `json:"recipient_id,omitempty"`
+		RecipientUID string            `json:"recipient_user_id,omitempty"`
 		CallbackData string            `json:"biz_opaque_callback_data,omitempty"`
 		Errors       []*errcodes.Error `json:"errors,omitempty"`
 	}
@@ -71,7 +75,14 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 			at = s.clock.Now()
 		}
 		st := status{ID: u.Request.MessageID, Status: u.Status, Timestamp: strconv.FormatInt(at.Unix(), 10),
-			RecipientID: u.Request.To, CallbackData: u.Request.CallbackData}
+			CallbackData: u.Request.CallbackData}
+		if isBSUID(u.Request.To) {
+			// A user known by a business-scoped user ID: Meta sends the
+			// BSUID and no phone number.
+			st.RecipientUID = u.Request.To
+		} else {
+			st.RecipientID = u.Request.To
+		}
 		if u.Status == "failed" {
 			cl := errcodes.Lookup(u.Code)
 			st.Errors = []*errcodes.Error{{Code: u.Code, Title: cl.Title, Message: cl.Title,
@@ -95,6 +106,12 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 		}},
 	})
 	return body
+}
+
+// isBSUID reports whether to has the shape of a business-scoped user ID:
+// two upper-case letters, a dot, then more (CO.1949266959121697).
+func isBSUID(to string) bool {
+	return len(to) > 3 && to[2] == '.' && 'A' <= to[0] && to[0] <= 'Z' && 'A' <= to[1] && to[1] <= 'Z'
 }
 
 // PostStatus posts the updates to h as a signed webhook (signed with the

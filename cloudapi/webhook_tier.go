@@ -1,0 +1,47 @@
+package cloudapi
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/wapace/wapace/throughput"
+)
+
+// TierLimit reads Meta's name for a messaging limit, as
+// phone_number_quality_update and business_capability_update send it
+// ("TIER_250", "TIER_2K", "TIER_10K", "TIER_100K", "TIER_UNLIMITED"), as a
+// [throughput.Tier] limit: the number of unique users per 24 hours, or
+// [throughput.Unlimited]. It reports false for "TIER_NOT_SET" and for names
+// it cannot read.
+func TierLimit(name string) (limit int, ok bool) {
+	rest, found := strings.CutPrefix(strings.ToUpper(strings.TrimSpace(name)), "TIER_")
+	if !found {
+		return 0, false
+	}
+	if rest == "UNLIMITED" {
+		return throughput.Unlimited, true
+	}
+	mult := 1
+	switch {
+	case strings.HasSuffix(rest, "K"):
+		mult, rest = 1_000, strings.TrimSuffix(rest, "K")
+	case strings.HasSuffix(rest, "M"):
+		mult, rest = 1_000_000, strings.TrimSuffix(rest, "M")
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n <= 0 || n > 1_000_000_000/mult {
+		return 0, false
+	}
+	return n * mult, true
+}
+
+// TierLimit returns the portfolio's messaging limit the update reports:
+// max_daily_conversations_per_business, or, from senders that predate it,
+// current_limit. It reports false when the update carries neither in a form
+// TierLimit reads (a quality-only event such as FLAGGED, say).
+func (u *QualityUpdate) TierLimit() (limit int, ok bool) {
+	if l, ok := TierLimit(u.MaxDailyConversationsPerBusiness); ok {
+		return l, true
+	}
+	return TierLimit(u.CurrentLimit)
+}
