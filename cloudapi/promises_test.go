@@ -598,3 +598,34 @@ func TestMoreMessageTypes(t *testing.T) {
 		}
 	})
 }
+
+// brokenStore fails every pair decision, as a Redis store does when the
+// server is down.
+type brokenStore struct{}
+
+var errDown = errors.New("store down")
+
+func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairlimit.Ticket, bool, error) {
+	return pairlimit.Ticket{}, false, errDown
+}
+func (brokenStore) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
+	return time.Time{}, errDown
+}
+func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairlimit.Ticket) (bool, error) {
+	return false, errDown
+}
+func (brokenStore) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+	return 0, errDown
+}
+func (brokenStore) Accept(context.Context, pairlimit.Pair, time.Time) error { return errDown }
+
+// A limiter that cannot decide sends nothing: not submitted, zero requests.
+func TestPairStoreErrorSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairlimit.New(pairlimit.Meta, pairlimit.WithStore(brokenStore{}))))
+		_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || !errors.Is(err, pairlimit.ErrStore) || len(h.srv.Requests()) != 0 {
+			t.Errorf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+	})
+}
