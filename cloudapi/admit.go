@@ -202,7 +202,6 @@ func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
 	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
 }
 
-
 // tierGiveBack gives back the tier's count of p's recipient at t, for a
 // message that was never sent.
 // TODO(cores): call the Tier's give-back once it lands.
