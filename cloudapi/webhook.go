@@ -151,7 +151,8 @@ func OnQuality(f func(context.Context, WebhookEvent, *QualityUpdate) error) Webh
 // full: fields without a typed callback (account_update, user_preferences,
 // calls, history, unknown fields, ...), the parts of a messages change whose
 // typed callback is not set, and changes with decoding Problems. The Change
-// keeps its Raw value, so nothing is lost.
+// keeps its Raw value, so nothing is lost. Problems outside any change (an
+// entry that is not an object, say) arrive as a Change with only Problems.
 func OnOther(f func(context.Context, WebhookEvent, *Change) error) WebhookOption {
 	return func(h *WebhookHandler) error { h.onOther = f; return nil }
 }
@@ -265,14 +266,30 @@ func (h *WebhookHandler) deliver(ctx context.Context, n *Notification) error {
 			return err
 		}
 	}
+	inChange := map[*FieldError]bool{}
 	for i := range n.Entry {
 		e := &n.Entry[i]
 		for j := range e.Changes {
 			c := &e.Changes[j]
+			for _, p := range c.Problems {
+				inChange[p] = true
+			}
 			if err := h.deliverChange(ctx, e.ID, c); err != nil {
 				return err
 			}
 		}
+	}
+	// Problems outside any change (an entry that is not an object, changes
+	// that are not an array) still reach OnOther, as a change without a
+	// field.
+	var rest []*FieldError
+	for _, p := range n.Problems {
+		if !inChange[p] {
+			rest = append(rest, p)
+		}
+	}
+	if len(rest) > 0 && h.onOther != nil {
+		return h.onOther(ctx, WebhookEvent{}, &Change{Problems: rest})
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,5 +284,25 @@ func TestWebhookConcurrentRedeliveries(t *testing.T) {
 		if n != 1 {
 			t.Errorf("message %s delivered %d times", id, n)
 		}
+	}
+}
+
+// TestWebhookEnvelopeProblemsReachOther: a malformed entry is reported to
+// OnOther even without OnNotification, and the batch is answered 200.
+func TestWebhookEnvelopeProblemsReachOther(t *testing.T) {
+	t.Parallel()
+	var got []string
+	h := newHandler(t, cloudapi.OnOther(func(_ context.Context, _ cloudapi.WebhookEvent, c *cloudapi.Change) error {
+		for _, p := range c.Problems {
+			got = append(got, p.Path)
+		}
+		return nil
+	}))
+	body := `{"object":"whatsapp_business_account","entry":[7,{"id":"1","changes":{"field":"messages"}}]}`
+	if code := post(t, h, body); code != http.StatusOK {
+		t.Fatalf("POST = %d", code)
+	}
+	if want := []string{"entry[0]", "entry[1].changes"}; !slices.Equal(got, want) {
+		t.Errorf("problems %v, want %v", got, want)
 	}
 }
