@@ -147,6 +147,13 @@ func OnQuality(f func(context.Context, WebhookEvent, *QualityUpdate) error) Webh
 	return func(h *WebhookHandler) error { h.onQuality = f; return nil }
 }
 
+// OnCapability sets the callback for business_capability_update (the
+// business portfolio's messaging limit and other limits changed). See
+// [ApplyTierUpdate].
+func OnCapability(f func(context.Context, WebhookEvent, *CapabilityUpdate) error) WebhookOption {
+	return func(h *WebhookHandler) error { h.onCapability = f; return nil }
+}
+
 // OnOther sets the callback for every change no typed callback took in
 // full: fields without a typed callback (account_update, user_preferences,
 // calls, history, unknown fields, ...), the parts of a messages change whose
@@ -173,13 +180,14 @@ type WebhookHandler struct {
 	verifyToken string
 	dedupe      *Deduper
 
-	onNotify   func(context.Context, *Notification) error
-	onMessage  func(context.Context, WebhookEvent, *InboundMessage) error
-	onStatus   func(context.Context, WebhookEvent, *Status) error
-	onErrors   func(context.Context, WebhookEvent, []errcodes.Error) error
-	onTemplate func(context.Context, WebhookEvent, *TemplateStatusUpdate) error
-	onQuality  func(context.Context, WebhookEvent, *QualityUpdate) error
-	onOther    func(context.Context, WebhookEvent, *Change) error
+	onNotify     func(context.Context, *Notification) error
+	onMessage    func(context.Context, WebhookEvent, *InboundMessage) error
+	onStatus     func(context.Context, WebhookEvent, *Status) error
+	onErrors     func(context.Context, WebhookEvent, []errcodes.Error) error
+	onTemplate   func(context.Context, WebhookEvent, *TemplateStatusUpdate) error
+	onQuality    func(context.Context, WebhookEvent, *QualityUpdate) error
+	onCapability func(context.Context, WebhookEvent, *CapabilityUpdate) error
+	onOther      func(context.Context, WebhookEvent, *Change) error
 }
 
 // NewWebhookHandler returns a handler that checks signatures with appSecret
@@ -343,6 +351,10 @@ func (h *WebhookHandler) deliverChange(ctx context.Context, waba string, c *Chan
 		}
 	case c.Quality != nil && h.onQuality != nil:
 		if err := h.onQuality(ctx, ev, c.Quality); err != nil {
+			return err
+		}
+	case c.Capability != nil && h.onCapability != nil:
+		if err := h.onCapability(ctx, ev, c.Capability); err != nil {
 			return err
 		}
 	default:

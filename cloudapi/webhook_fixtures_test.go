@@ -98,6 +98,7 @@ type recorder struct {
 	errs      [][]errcodes.Error
 	templates []cloudapi.TemplateStatusUpdate
 	quality   []cloudapi.QualityUpdate
+	capab     []cloudapi.CapabilityUpdate
 	other     []string // fields
 	changes   []cloudapi.Change
 }
@@ -133,6 +134,12 @@ func (r *recorder) options() []cloudapi.WebhookOption {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.quality = append(r.quality, *u)
+			return nil
+		}),
+		cloudapi.OnCapability(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.CapabilityUpdate) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.capab = append(r.capab, *u)
 			return nil
 		}),
 		cloudapi.OnOther(func(_ context.Context, ev cloudapi.WebhookEvent, c *cloudapi.Change) error {
@@ -177,9 +184,9 @@ func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
 			if code := post(t, h, envelope(field, value)); code != http.StatusOK {
 				t.Fatalf("POST = %d", code)
 			}
-			seen := len(r.templates) + len(r.quality) + len(r.other)
+			seen := len(r.templates) + len(r.quality) + len(r.capab) + len(r.other)
 			if seen != 1 {
-				t.Fatalf("field %s reached %d callbacks (templates %d, quality %d, other %v), want 1", field, seen, len(r.templates), len(r.quality), r.other)
+				t.Fatalf("field %s reached %d callbacks (templates %d, quality %d, capability %d, other %v), want 1", field, seen, len(r.templates), len(r.quality), len(r.capab), r.other)
 			}
 			switch field {
 			case cloudapi.FieldTemplateStatus:
@@ -190,6 +197,10 @@ func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
 				if u := r.quality[0]; u.Event != "UPGRADE" || u.MaxDailyConversationsPerBusiness != "TIER_2K" || u.OldLimit != "TIER_250" {
 					t.Errorf("quality update %+v", u)
 				}
+			case cloudapi.FieldCapability:
+				if u := r.capab[0]; u.MaxDailyConversationsPerBusiness != "TIER_10K" || u.MaxPhoneNumbersPerBusiness != 20 {
+					t.Errorf("capability update %+v", u)
+				}
 			default:
 				c := r.changes[0]
 				if c.Field != field || !json.Valid(c.Raw) || len(c.Raw) == 0 {
@@ -197,8 +208,8 @@ func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
 				}
 			}
 			// Meta's redelivery is dropped.
-			if code := post(t, h, envelope(field, value)); code != http.StatusOK || len(r.templates)+len(r.quality)+len(r.other) != 1 {
-				t.Errorf("redelivery: %d, seen %d times", code, len(r.templates)+len(r.quality)+len(r.other))
+			if code := post(t, h, envelope(field, value)); code != http.StatusOK || len(r.templates)+len(r.quality)+len(r.capab)+len(r.other) != 1 {
+				t.Errorf("redelivery: %d, seen %d times", code, len(r.templates)+len(r.quality)+len(r.capab)+len(r.other))
 			}
 		})
 	}
@@ -582,6 +593,8 @@ func TestWebhookRoundTrip(t *testing.T) {
 			typed = c.TemplateStatus
 		case c.Quality != nil:
 			typed = c.Quality
+		case c.Capability != nil:
+			typed = c.Capability
 		case c.Account != nil:
 			typed = c.Account
 		default:

@@ -50,8 +50,8 @@ type Entry struct {
 func (e Entry) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(e)) }
 
 // Webhook fields wapace decodes into typed values. Every other field (such
-// as history, calls, account_alerts, business_capability_update, security,
-// partner_solutions) is delivered with its raw Value only.
+// as account_alerts, security, partner_solutions) is delivered with its raw
+// value only.
 const (
 	FieldMessages        = "messages"
 	FieldTemplateStatus  = "message_template_status_update"
@@ -59,13 +59,14 @@ const (
 	FieldAccountUpdate   = "account_update"
 	FieldUserPreferences = "user_preferences"
 	FieldMessageEchoes   = "smb_message_echoes"
+	FieldCapability      = "business_capability_update"
 )
 
 // Change is one change of one webhook field. Raw always holds the value as
 // sent; the typed member matching Field is set when the field is one wapace
 // decodes: Value for messages-shaped fields (messages, user_preferences,
-// smb_message_echoes, calls, history), TemplateStatus, Quality or Account
-// for the others.
+// smb_message_echoes, calls, history), TemplateStatus, Quality, Capability
+// or Account for the others.
 type Change struct {
 	// Field is the webhook field, such as "messages".
 	Field string `json:"field"`
@@ -77,6 +78,8 @@ type Change struct {
 	TemplateStatus *TemplateStatusUpdate `json:"-"`
 	// Quality is the decoded phone_number_quality_update, or nil.
 	Quality *QualityUpdate `json:"-"`
+	// Capability is the decoded business_capability_update, or nil.
+	Capability *CapabilityUpdate `json:"-"`
 	// Account is the decoded account_update, or nil.
 	Account *AccountUpdate `json:"-"`
 	// Problems lists the fields of this change that did not fit their typed
@@ -516,6 +519,21 @@ type QualityUpdate struct {
 // MarshalJSON encodes u with its Extra keys.
 func (u QualityUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
 
+// CapabilityUpdate is a business_capability_update: the business
+// portfolio's limits changed, such as its messaging limit
+// (MaxDailyConversationsPerBusiness, "TIER_10K"); see [TierLimit].
+type CapabilityUpdate struct {
+	MaxDailyConversationsPerBusiness string `json:"max_daily_conversations_per_business,omitempty"`
+	// MaxDailyConversationPerPhone is the per-number limit older payloads
+	// carry.
+	MaxDailyConversationPerPhone int64                      `json:"max_daily_conversation_per_phone,omitempty"`
+	MaxPhoneNumbersPerBusiness   int64                      `json:"max_phone_numbers_per_business,omitempty"`
+	Extra                        map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes u with its Extra keys.
+func (u CapabilityUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
+
 // AccountUpdate is an account_update: a change of the WhatsApp Business
 // Account's state, such as a ban, a restriction or a policy violation.
 type AccountUpdate struct {
@@ -574,6 +592,9 @@ func (c *Change) decodeValue(d *decoder) {
 	case c.Field == FieldQuality:
 		c.Quality = new(QualityUpdate)
 		dst = c.Quality
+	case c.Field == FieldCapability:
+		c.Capability = new(CapabilityUpdate)
+		dst = c.Capability
 	case c.Field == FieldAccountUpdate:
 		c.Account = new(AccountUpdate)
 		dst = c.Account
@@ -581,7 +602,7 @@ func (c *Change) decodeValue(d *decoder) {
 		return
 	}
 	if !d.object(c.Raw, reflect.ValueOf(dst).Elem()) {
-		c.Value, c.TemplateStatus, c.Quality, c.Account = nil, nil, nil, nil
+		c.Value, c.TemplateStatus, c.Quality, c.Capability, c.Account = nil, nil, nil, nil, nil
 	}
 	if len(d.problems) > before {
 		c.Problems = append(c.Problems, d.problems[before:]...)

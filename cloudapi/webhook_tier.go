@@ -11,11 +11,15 @@ import (
 // phone_number_quality_update and business_capability_update send it
 // ("TIER_250", "TIER_2K", "TIER_10K", "TIER_100K", "TIER_UNLIMITED"), as a
 // [throughput.Tier] limit: the number of unique users per 24 hours, or
-// [throughput.Unlimited]. It reports false for "TIER_NOT_SET" and for names
-// it cannot read.
+// [throughput.Unlimited]. A plain number ("10000") reads as itself. It
+// reports false for "TIER_NOT_SET" and for names it cannot read.
 func TierLimit(name string) (limit int, ok bool) {
-	rest, found := strings.CutPrefix(strings.ToUpper(strings.TrimSpace(name)), "TIER_")
+	name = strings.ToUpper(strings.TrimSpace(name))
+	rest, found := strings.CutPrefix(name, "TIER_")
 	if !found {
+		if n, err := strconv.Atoi(name); err == nil && n > 0 && n <= 1_000_000_000 {
+			return n, true
+		}
 		return 0, false
 	}
 	if rest == "UNLIMITED" {
@@ -44,4 +48,17 @@ func (u *QualityUpdate) TierLimit() (limit int, ok bool) {
 		return l, true
 	}
 	return TierLimit(u.CurrentLimit)
+}
+
+// TierLimit returns the portfolio's messaging limit the update reports, or
+// false when it carries none TierLimit reads.
+func (u *CapabilityUpdate) TierLimit() (limit int, ok bool) {
+	return TierLimit(u.MaxDailyConversationsPerBusiness)
+}
+
+// TierUpdate is a webhook value that reports the business portfolio's
+// messaging limit: *QualityUpdate (phone_number_quality_update) and
+// *CapabilityUpdate (business_capability_update).
+type TierUpdate interface {
+	TierLimit() (limit int, ok bool)
 }

@@ -27,6 +27,8 @@ func TestTierLimit(t *testing.T) {
 		{"TIER_NOT_SET", 0, false},
 		{"", 0, false},
 		{"2K", 0, false},
+		{"10000", 10_000, true},
+		{"-3", 0, false},
 		{"TIER_", 0, false},
 		{"TIER_-5", 0, false},
 		{"TIER_0", 0, false},
@@ -48,6 +50,10 @@ func TestTierLimit(t *testing.T) {
 	u = cloudapi.QualityUpdate{Event: "FLAGGED"}
 	if _, ok := u.TierLimit(); ok {
 		t.Error("a quality-only event reported a limit")
+	}
+	c := cloudapi.CapabilityUpdate{MaxDailyConversationsPerBusiness: "TIER_100K"}
+	if l, ok := c.TierLimit(); l != throughput.Tier100K || !ok {
+		t.Errorf("capability limit: %d, %v", l, ok)
 	}
 }
 
