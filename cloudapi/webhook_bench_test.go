@@ -41,8 +41,14 @@ type strictNotification struct {
 // strict encoding/json decode of the same body (the baseline), interleaved:
 // with -count N each round runs both.
 func BenchmarkParseNotification(b *testing.B) {
+	for _, n := range []int{100, 8000} { // about 11 KB and 3 MB
+		b.Run(strconv.Itoa(n)+"msgs", func(b *testing.B) { benchParse(b, n) })
+	}
+}
+
+func benchParse(b *testing.B, count int) {
 	var msgs []string
-	for i := range 100 {
+	for i := range count {
 		msgs = append(msgs, `{"from":"237690000001","id":"wamid.`+strconv.Itoa(i)+`","timestamp":"1767225601","type":"text","text":{"body":"hello there"}}`)
 	}
 	body := []byte(envelope("messages", messagesValue(`"contacts":[{"profile":{"name":"Ada"},"wa_id":"237690000001"}],"messages":[`+strings.Join(msgs, ",")+`]`)))
