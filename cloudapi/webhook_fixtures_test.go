@@ -54,6 +54,7 @@ const (
 	fxOrder        = `{"from":"237690000001","id":"wamid.ORDER","timestamp":"1767225612","type":"order","order":{"catalog_id":"777","text":"for friday","product_items":[{"product_retailer_id":"sku-1","quantity":2,"item_price":12.5,"currency":"EUR"},{"product_retailer_id":"sku-2","quantity":"1","item_price":"3","currency":"EUR"}]}}`
 	fxGroup        = `{"from":"237690000001","group_id":"120363000000000001","id":"wamid.GRP","timestamp":"1767225613","type":"text","text":{"body":"team"}}`
 	fxUnsupported  = `{"from":"237690000001","id":"wamid.UNS","timestamp":"1767225614","type":"unsupported","errors":[{"code":131051,"title":"Message type unknown","message":"Message type unknown","details":"Message type is currently not supported."}],"unsupported":{"type":"edit"}}`
+	fxSystem       = `{"from":"237690000001","id":"wamid.SYS","timestamp":"1767225615","type":"system","system":{"body":"User A changed from 237690000001 to 237690000009","new_wa_id":"237690000009","type":"user_changed_number"}}`
 	fxStatusRead   = `{"id":"wamid.OUT1","status":"read","timestamp":"1767225700","recipient_id":"237690000001","recipient_user_id":"CO.1949266959121697","parent_recipient_user_id":"CO.ENT.99","recipient_type":"individual","biz_opaque_callback_data":"campaign-7/ada"}`
 	fxStatusPlayed = `{"id":"wamid.OUT2","status":"played","timestamp":"1767225701","recipient_id":"237690000001"}`
 	fxStatusSent   = `{"id":"wamid.OUT3","status":"sent","timestamp":"1767225702","recipient_id":"237690000001","conversation":{"id":"c1","expiration_timestamp":"1767312000","origin":{"type":"marketing"}},"pricing":{"billable":true,"pricing_model":"PMP","category":"marketing","type":"regular"}}`
@@ -65,7 +66,7 @@ const (
 // allMessages is a notification carrying every message and status shape
 // above.
 var allMessages = envelope("messages", messagesValue(`"contacts":[{"profile":{"name":"Ada"},"wa_id":"237690000001"}],"messages":[`+
-	strings.Join([]string{fxText, fxForwarded, fxReply, fxImage, fxVoice, fxLocation, fxButton, fxListReply, fxFlow, fxReferral, fxOrder, fxGroup, fxUnsupported}, ",")+
+	strings.Join([]string{fxText, fxForwarded, fxReply, fxImage, fxVoice, fxLocation, fxButton, fxListReply, fxFlow, fxReferral, fxOrder, fxGroup, fxUnsupported, fxSystem}, ",")+
 	`],"statuses":[`+strings.Join([]string{fxStatusRead, fxStatusPlayed, fxStatusSent, fxStatusGroup, fxStatusCall, fxStatusFailed}, ",")+`]`))
 
 // otherFields lists a value per webhook field beyond messages: each must
@@ -244,8 +245,8 @@ func TestWebhookTypedCallbacks(t *testing.T) {
 	if code := post(t, h, allMessages); code != http.StatusOK {
 		t.Fatalf("POST = %d", code)
 	}
-	if len(r.messages) != 13 || len(r.statuses) != 6 {
-		t.Fatalf("got %d messages and %d statuses, want 13 and 6", len(r.messages), len(r.statuses))
+	if len(r.messages) != 14 || len(r.statuses) != 6 {
+		t.Fatalf("got %d messages and %d statuses, want 14 and 6", len(r.messages), len(r.statuses))
 	}
 	if len(r.other) != 0 {
 		t.Errorf("a fully typed messages change also went to OnOther: %v", r.other)
@@ -283,8 +284,8 @@ func TestWebhookUnclaimedPartsGoToOther(t *testing.T) {
 			}
 			return nil
 		}))
-	if code := post(t, h, allMessages); code != http.StatusOK || msgs != 13 || other != 1 {
-		t.Errorf("POST = %d, %d messages, %d other; want 200, 13, 1", code, msgs, other)
+	if code := post(t, h, allMessages); code != http.StatusOK || msgs != 14 || other != 1 {
+		t.Errorf("POST = %d, %d messages, %d other; want 200, 14, 1", code, msgs, other)
 	}
 }
 
@@ -380,6 +381,9 @@ func TestInboundAccessors(t *testing.T) {
 			return o.CatalogID == "777" && len(o.ProductItems) == 2 && o.ProductItems[0].Quantity == 2 && o.ProductItems[0].ItemPrice == 12.5 &&
 				o.ProductItems[1].Quantity == 1 && o.ProductItems[1].ItemPrice == 3
 		}, "order (numbers as strings too)"},
+		{"wamid.SYS", func(m *cloudapi.InboundMessage) bool {
+			return m.System.Type == "user_changed_number" && m.System.NewWaID == "237690000009"
+		}, "system"},
 	}
 	for _, tt := range tests {
 		m := r.message(tt.id)

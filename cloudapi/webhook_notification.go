@@ -195,14 +195,17 @@ type InboundMessage struct {
 	Referral    *Referral           `json:"referral,omitempty"`
 	Order       *InboundOrder       `json:"order,omitempty"`
 	Reaction    *InboundReaction    `json:"reaction,omitempty"`
+	// System is a system message: the user changed their phone number
+	// (Type "user_changed_number") or their BSUID ("user_changed_user_id").
+	System *InboundSystem `json:"system,omitempty"`
 	// Errors are errors about this message (messages[].errors[]), such as
 	// an unsupported message type.
 	Errors []errcodes.Error `json:"errors,omitempty"`
 	// Problems lists this message's fields that did not fit their typed
 	// fields; the message is delivered with the rest.
 	Problems []*FieldError `json:"-"`
-	// Extra holds keys without a typed field (contacts, system, ...) and
-	// keys whose value did not fit one, exactly as sent.
+	// Extra holds keys without a typed field (contacts, unsupported, ...)
+	// and keys whose value did not fit one, exactly as sent.
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
@@ -400,6 +403,18 @@ type InboundOrderItem struct {
 // MarshalJSON encodes i with its Extra keys.
 func (i InboundOrderItem) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(i)) }
 
+// InboundSystem is a system message's content. Keys beyond these (the new
+// BSUID, say) are kept in Extra.
+type InboundSystem struct {
+	Body    string                     `json:"body,omitempty"`
+	Type    string                     `json:"type,omitempty"`
+	NewWaID string                     `json:"new_wa_id,omitempty"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes s with its Extra keys.
+func (s InboundSystem) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(s)) }
+
 // InboundReaction is an emoji reaction to a message; an empty Emoji removes it.
 type InboundReaction struct {
 	MessageID string                     `json:"message_id,omitempty"`
@@ -473,13 +488,14 @@ func (p Pricing) MarshalJSON() ([]byte, error) { return encodeObject(reflect.Val
 // Category "marketing_messages" with Value "stop" is an opt-out, "resume"
 // an opt-in.
 type UserPreference struct {
-	WaID      string                     `json:"wa_id,omitempty"`
-	UserID    string                     `json:"user_id,omitempty"`
-	Detail    string                     `json:"detail,omitempty"`
-	Category  string                     `json:"category,omitempty"`
-	Value     string                     `json:"value,omitempty"`
-	Timestamp string                     `json:"timestamp,omitempty"`
-	Extra     map[string]json.RawMessage `json:"-"`
+	WaID         string                     `json:"wa_id,omitempty"`
+	UserID       string                     `json:"user_id,omitempty"`
+	ParentUserID string                     `json:"parent_user_id,omitempty"`
+	Detail       string                     `json:"detail,omitempty"`
+	Category     string                     `json:"category,omitempty"`
+	Value        string                     `json:"value,omitempty"`
+	Timestamp    string                     `json:"timestamp,omitempty"`
+	Extra        map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes p with its Extra keys.
