@@ -485,6 +485,18 @@ func TestWebhookLenientDecoding(t *testing.T) {
 			problems: []string{"entry[0].changes[0].value.statuses[0].errors"},
 		},
 		{
+			// Some gateways forward Meta's value with every member of every
+			// field present and null or zero.
+			name:     "null members",
+			value:    `{"messaging_product":"whatsapp","metadata":{"display_phone_number":"15550783881","phone_number_id":"1"},"contacts":null,"errors":null,"messages":null,"ban_info":null,"message_template_id":0,"statuses":[{"id":"wamid.Z","status":"delivered","timestamp":"1","recipient_id":"2","conversation":null,"pricing":null,"errors":null}]}`,
+			statuses: []string{"wamid.Z"},
+			check: func(t *testing.T, r *recorder) {
+				if s := r.status("wamid.Z"); s.Conversation != nil || s.Pricing != nil || len(s.Problems) != 0 {
+					t.Errorf("status %+v", s)
+				}
+			},
+		},
+		{
 			name:     "boolean as a string",
 			value:    messagesValue(`"messages":[{"from":"237690000001","id":"wamid.V","timestamp":"1","type":"audio","audio":{"id":"9","voice":"true"}}]`),
 			messages: []string{"wamid.V"},
