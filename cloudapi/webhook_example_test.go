@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/throughput"
 )
 
 // A webhook handler with typed callbacks. The second message's timestamp is
@@ -68,4 +69,17 @@ func ExampleParseNotification() {
 	fmt.Println(q.Event, q.MaxDailyConversationsPerBusiness, string(q.Extra["brand_new_key"]))
 	// Output:
 	// UPGRADE TIER_10K true
+}
+
+// Feed the portfolio's Tier from Meta's messaging-limit webhooks.
+func ExampleApplyTierUpdate() {
+	tier := throughput.NewTier(throughput.Tier250)
+	update := &cloudapi.QualityUpdate{Event: "UPGRADE", OldLimit: "TIER_250", MaxDailyConversationsPerBusiness: "TIER_2K"}
+	limit, ok := cloudapi.ApplyTierUpdate(tier, update)
+	fmt.Println(limit, ok, tier.Limit())
+	_, ok = cloudapi.ApplyTierUpdate(tier, &cloudapi.QualityUpdate{Event: "FLAGGED"})
+	fmt.Println(ok, tier.Limit())
+	// Output:
+	// 2000 true 2000
+	// false 2000
 }

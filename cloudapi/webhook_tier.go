@@ -62,3 +62,39 @@ func (u *CapabilityUpdate) TierLimit() (limit int, ok bool) {
 type TierUpdate interface {
 	TierLimit() (limit int, ok bool)
 }
+
+// ApplyTierUpdate sets t's limit to the messaging limit u reports, keeping
+// the recipients t already counts, and returns the limit applied. It
+// changes nothing and reports false when u carries no limit it can read (a
+// quality-only event such as FLAGGED, or TIER_NOT_SET). Wire it in the
+// handler:
+//
+//	cloudapi.OnQuality(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.QualityUpdate) error {
+//		cloudapi.ApplyTierUpdate(tier, u)
+//		return nil
+//	})
+//
+// and likewise in OnCapability. A nil t or u changes nothing.
+func ApplyTierUpdate(t *throughput.Tier, u TierUpdate) (limit int, ok bool) {
+	if t == nil || u == nil || isNilUpdate(u) {
+		return 0, false
+	}
+	limit, ok = u.TierLimit()
+	if !ok {
+		return 0, false
+	}
+	t.SetLimit(limit)
+	return limit, true
+}
+
+// isNilUpdate reports whether u is a typed nil, which would panic in
+// TierLimit.
+func isNilUpdate(u TierUpdate) bool {
+	switch v := u.(type) {
+	case *QualityUpdate:
+		return v == nil
+	case *CapabilityUpdate:
+		return v == nil
+	}
+	return false
+}

@@ -1,7 +1,12 @@
 package cloudapi_test
 
 import (
+	"context"
+	"net/http"
+	"slices"
 	"testing"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/throughput"
@@ -70,4 +75,68 @@ func FuzzTierLimit(f *testing.F) {
 			t.Fatalf("TierLimit(%q) = %d, false", s, l)
 		}
 	})
+}
+
+// TestApplyTierUpdate: issue 12 section 2. A messaging-limit change from
+// the webhook feeds the portfolio's Tier, which keeps the recipients it
+// counts.
+func TestApplyTierUpdate(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewMock()
+	tier := throughput.NewTier(2, throughput.WithClock(clk))
+	now := clk.Now()
+	for _, to := range []string{"237690000001", "237690000002"} {
+		if ok, _ := tier.Admit(now, to); !ok {
+			t.Fatalf("admit %s", to)
+		}
+	}
+	if ok, _ := tier.Admit(now, "237690000003"); ok {
+		t.Fatal("a third recipient admitted at limit 2")
+	}
+	var applied []int
+	h := newHandler(t,
+		cloudapi.OnQuality(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.QualityUpdate) error {
+			if l, ok := cloudapi.ApplyTierUpdate(tier, u); ok {
+				applied = append(applied, l)
+			}
+			return nil
+		}),
+		cloudapi.OnCapability(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.CapabilityUpdate) error {
+			if l, ok := cloudapi.ApplyTierUpdate(tier, u); ok {
+				applied = append(applied, l)
+			}
+			return nil
+		}),
+		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	for _, tc := range []struct {
+		field, value string
+		limit        int
+	}{
+		{"phone_number_quality_update", `{"display_phone_number":"15550783881","event":"UPGRADE","old_limit":"TIER_250","current_limit":"TIER_2K","max_daily_conversations_per_business":"TIER_2K"}`, throughput.Tier2K},
+		{"phone_number_quality_update", `{"display_phone_number":"15550783881","event":"FLAGGED"}`, throughput.Tier2K}, // no limit: unchanged
+		{"business_capability_update", `{"max_daily_conversations_per_business":"TIER_10K","max_phone_numbers_per_business":20}`, throughput.Tier10K},
+	} {
+		if code := post(t, h, envelope(tc.field, tc.value)); code != http.StatusOK {
+			t.Fatalf("POST = %d", code)
+		}
+		if got := tier.Limit(); got != tc.limit {
+			t.Errorf("after %s %s: limit %d, want %d", tc.field, tc.value, got, tc.limit)
+		}
+	}
+	if want := []int{throughput.Tier2K, throughput.Tier10K}; !slices.Equal(applied, want) {
+		t.Errorf("applied %v, want %v", applied, want)
+	}
+	if n := tier.Count(now); n != 2 {
+		t.Errorf("counted recipients %d after the change, want 2 (kept)", n)
+	}
+	if ok, _ := tier.Admit(now, "237690000003"); !ok {
+		t.Error("a third recipient still refused after the upgrade")
+	}
+	if _, ok := cloudapi.ApplyTierUpdate(nil, &cloudapi.QualityUpdate{CurrentLimit: "TIER_1K"}); ok {
+		t.Error("ApplyTierUpdate(nil tier) reported a change")
+	}
+	var nilUpdate *cloudapi.QualityUpdate
+	if _, ok := cloudapi.ApplyTierUpdate(tier, nilUpdate); ok || tier.Limit() != throughput.Tier10K {
+		t.Error("ApplyTierUpdate(typed nil update) changed the tier")
+	}
 }
