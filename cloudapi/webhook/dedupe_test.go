@@ -1,10 +1,10 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"pgregory.net/rapid"
 )
 
@@ -19,7 +19,7 @@ type dedupeModel struct {
 func (m *dedupeModel) bytes() int {
 	n := 0
 	for _, k := range m.keys {
-		n += len(k) + cloudapi.DeduperKeyOverhead
+		n += len(k) + webhook.DeduperKeyOverhead
 	}
 	return n
 }
@@ -48,7 +48,7 @@ func TestDeduperModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		maxKeys := rapid.IntRange(1, 20).Draw(t, "maxKeys")
 		maxBytes := rapid.IntRange(0, 2000).Draw(t, "maxBytes")
-		d := cloudapi.NewDeduper(maxKeys, maxBytes)
+		d := webhook.NewDeduper(maxKeys, maxBytes)
 		m := &dedupeModel{maxKeys: maxKeys, maxBytes: maxBytes}
 		key := rapid.StringMatching(`[a-e]{1,40}`)
 		for range rapid.IntRange(1, 200).Draw(t, "steps") {

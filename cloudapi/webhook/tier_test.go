@@ -1,4 +1,4 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -40,23 +40,23 @@ func TestTierLimit(t *testing.T) {
 		{"TIER_99999999999K", 0, false},
 	}
 	for _, tt := range tests {
-		if l, ok := cloudapi.TierLimit(tt.name); l != tt.limit || ok != tt.ok {
+		if l, ok := webhook.TierLimit(tt.name); l != tt.limit || ok != tt.ok {
 			t.Errorf("TierLimit(%q) = %d, %v; want %d, %v", tt.name, l, ok, tt.limit, tt.ok)
 		}
 	}
-	u := cloudapi.QualityUpdate{Event: "UPGRADE", CurrentLimit: "TIER_1K", MaxDailyConversationsPerBusiness: "TIER_10K"}
+	u := webhook.QualityUpdate{Event: "UPGRADE", CurrentLimit: "TIER_1K", MaxDailyConversationsPerBusiness: "TIER_10K"}
 	if l, ok := u.TierLimit(); l != throughput.Tier10K || !ok {
 		t.Errorf("portfolio limit wins: %d, %v", l, ok)
 	}
-	u = cloudapi.QualityUpdate{Event: "DOWNGRADE", CurrentLimit: "TIER_250"}
+	u = webhook.QualityUpdate{Event: "DOWNGRADE", CurrentLimit: "TIER_250"}
 	if l, ok := u.TierLimit(); l != throughput.Tier250 || !ok {
 		t.Errorf("current_limit fallback: %d, %v", l, ok)
 	}
-	u = cloudapi.QualityUpdate{Event: "FLAGGED"}
+	u = webhook.QualityUpdate{Event: "FLAGGED"}
 	if _, ok := u.TierLimit(); ok {
 		t.Error("a quality-only event reported a limit")
 	}
-	c := cloudapi.CapabilityUpdate{MaxDailyConversationsPerBusiness: "TIER_100K"}
+	c := webhook.CapabilityUpdate{MaxDailyConversationsPerBusiness: "TIER_100K"}
 	if l, ok := c.TierLimit(); l != throughput.Tier100K || !ok {
 		t.Errorf("capability limit: %d, %v", l, ok)
 	}
@@ -67,7 +67,7 @@ func FuzzTierLimit(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		l, ok := cloudapi.TierLimit(s)
+		l, ok := webhook.TierLimit(s)
 		if ok && l != throughput.Unlimited && (l <= 0 || l > 1_000_000_000) {
 			t.Fatalf("TierLimit(%q) = %d", s, l)
 		}
@@ -95,19 +95,19 @@ func TestApplyTierUpdate(t *testing.T) {
 	}
 	var applied []int
 	h := newHandler(t,
-		cloudapi.OnQuality(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.QualityUpdate) error {
-			if l, ok := cloudapi.ApplyTierUpdate(tier, u); ok {
+		webhook.OnQuality(func(_ context.Context, _ webhook.Event, u *webhook.QualityUpdate) error {
+			if l, ok := webhook.ApplyTierUpdate(tier, u); ok {
 				applied = append(applied, l)
 			}
 			return nil
 		}),
-		cloudapi.OnCapability(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.CapabilityUpdate) error {
-			if l, ok := cloudapi.ApplyTierUpdate(tier, u); ok {
+		webhook.OnCapability(func(_ context.Context, _ webhook.Event, u *webhook.CapabilityUpdate) error {
+			if l, ok := webhook.ApplyTierUpdate(tier, u); ok {
 				applied = append(applied, l)
 			}
 			return nil
 		}),
-		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+		webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
 	for _, tc := range []struct {
 		field, value string
 		limit        int
@@ -132,11 +132,11 @@ func TestApplyTierUpdate(t *testing.T) {
 	if ok, _ := tier.Admit(now, "237690000003"); !ok {
 		t.Error("a third recipient still refused after the upgrade")
 	}
-	if _, ok := cloudapi.ApplyTierUpdate(nil, &cloudapi.QualityUpdate{CurrentLimit: "TIER_1K"}); ok {
+	if _, ok := webhook.ApplyTierUpdate(nil, &webhook.QualityUpdate{CurrentLimit: "TIER_1K"}); ok {
 		t.Error("ApplyTierUpdate(nil tier) reported a change")
 	}
-	var nilUpdate *cloudapi.QualityUpdate
-	if _, ok := cloudapi.ApplyTierUpdate(tier, nilUpdate); ok || tier.Limit() != throughput.Tier10K {
+	var nilUpdate *webhook.QualityUpdate
+	if _, ok := webhook.ApplyTierUpdate(tier, nilUpdate); ok || tier.Limit() != throughput.Tier10K {
 		t.Error("ApplyTierUpdate(typed nil update) changed the tier")
 	}
 }

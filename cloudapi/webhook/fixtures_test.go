@@ -1,4 +1,4 @@
-package cloudapi_test
+package webhook_test
 
 // Webhook payloads written for these tests after the shapes in Meta's
 // webhooks reference pages (messages, statuses, user_preferences,
@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/errcodes"
 )
 
@@ -93,57 +93,57 @@ var otherFields = map[string]string{
 // recorder collects what the typed callbacks and OnOther receive.
 type recorder struct {
 	mu        sync.Mutex
-	messages  []cloudapi.InboundMessage
-	events    []cloudapi.WebhookEvent
-	statuses  []cloudapi.Status
+	messages  []webhook.Message
+	events    []webhook.Event
+	statuses  []webhook.Status
 	errs      [][]errcodes.Error
-	templates []cloudapi.TemplateStatusUpdate
-	quality   []cloudapi.QualityUpdate
-	capab     []cloudapi.CapabilityUpdate
+	templates []webhook.TemplateStatusUpdate
+	quality   []webhook.QualityUpdate
+	capab     []webhook.CapabilityUpdate
 	other     []string // fields
-	changes   []cloudapi.Change
+	changes   []webhook.Change
 }
 
-func (r *recorder) options() []cloudapi.WebhookOption {
-	return []cloudapi.WebhookOption{
-		cloudapi.OnMessage(func(_ context.Context, ev cloudapi.WebhookEvent, m *cloudapi.InboundMessage) error {
+func (r *recorder) options() []webhook.Option {
+	return []webhook.Option{
+		webhook.OnMessage(func(_ context.Context, ev webhook.Event, m *webhook.Message) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.messages = append(r.messages, *m)
 			r.events = append(r.events, ev)
 			return nil
 		}),
-		cloudapi.OnStatus(func(_ context.Context, _ cloudapi.WebhookEvent, s *cloudapi.Status) error {
+		webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.statuses = append(r.statuses, *s)
 			return nil
 		}),
-		cloudapi.OnErrors(func(_ context.Context, _ cloudapi.WebhookEvent, e []errcodes.Error) error {
+		webhook.OnErrors(func(_ context.Context, _ webhook.Event, e []errcodes.Error) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.errs = append(r.errs, e)
 			return nil
 		}),
-		cloudapi.OnTemplateStatus(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.TemplateStatusUpdate) error {
+		webhook.OnTemplateStatus(func(_ context.Context, _ webhook.Event, u *webhook.TemplateStatusUpdate) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.templates = append(r.templates, *u)
 			return nil
 		}),
-		cloudapi.OnQuality(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.QualityUpdate) error {
+		webhook.OnQuality(func(_ context.Context, _ webhook.Event, u *webhook.QualityUpdate) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.quality = append(r.quality, *u)
 			return nil
 		}),
-		cloudapi.OnCapability(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.CapabilityUpdate) error {
+		webhook.OnCapability(func(_ context.Context, _ webhook.Event, u *webhook.CapabilityUpdate) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.capab = append(r.capab, *u)
 			return nil
 		}),
-		cloudapi.OnOther(func(_ context.Context, ev cloudapi.WebhookEvent, c *cloudapi.Change) error {
+		webhook.OnOther(func(_ context.Context, ev webhook.Event, c *webhook.Change) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.other = append(r.other, ev.Field)
@@ -153,7 +153,7 @@ func (r *recorder) options() []cloudapi.WebhookOption {
 	}
 }
 
-func (r *recorder) message(id string) *cloudapi.InboundMessage {
+func (r *recorder) message(id string) *webhook.Message {
 	for i := range r.messages {
 		if r.messages[i].ID == id {
 			return &r.messages[i]
@@ -162,7 +162,7 @@ func (r *recorder) message(id string) *cloudapi.InboundMessage {
 	return nil
 }
 
-func (r *recorder) status(id string) *cloudapi.Status {
+func (r *recorder) status(id string) *webhook.Status {
 	for i := range r.statuses {
 		if r.statuses[i].ID == id {
 			return &r.statuses[i]
@@ -171,11 +171,11 @@ func (r *recorder) status(id string) *cloudapi.Status {
 	return nil
 }
 
-// TestWebhookEveryFieldReachesTheApplication: issue 12 section 2 and issue
+// TestEveryFieldReachesTheApplication: issue 12 section 2 and issue
 // 16: template status, quality, account updates and a dozen other fields
 // were answered 200 and dropped. Each must reach a callback exactly once,
 // typed where common and raw otherwise, unknown fields included.
-func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
+func TestEveryFieldReachesTheApplication(t *testing.T) {
 	t.Parallel()
 	for field, value := range otherFields {
 		t.Run(field, func(t *testing.T) {
@@ -190,15 +190,15 @@ func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
 				t.Fatalf("field %s reached %d callbacks (templates %d, quality %d, capability %d, other %v), want 1", field, seen, len(r.templates), len(r.quality), len(r.capab), r.other)
 			}
 			switch field {
-			case cloudapi.FieldTemplateStatus:
+			case webhook.FieldTemplateStatus:
 				if u := r.templates[0]; u.Event != "APPROVED" || u.TemplateID != "1234567890" || u.TemplateName != "spring_sale" {
 					t.Errorf("template update %+v", u)
 				}
-			case cloudapi.FieldQuality:
+			case webhook.FieldQuality:
 				if u := r.quality[0]; u.Event != "UPGRADE" || u.MaxDailyConversationsPerBusiness != "TIER_2K" || u.OldLimit != "TIER_250" {
 					t.Errorf("quality update %+v", u)
 				}
-			case cloudapi.FieldCapability:
+			case webhook.FieldCapability:
 				if u := r.capab[0]; u.MaxDailyConversationsPerBusiness != "TIER_10K" || u.MaxPhoneNumbersPerBusiness != 20 {
 					t.Errorf("capability update %+v", u)
 				}
@@ -216,9 +216,9 @@ func TestWebhookEveryFieldReachesTheApplication(t *testing.T) {
 	}
 }
 
-func TestWebhookUserPreferencesAndAccountUpdate(t *testing.T) {
+func TestUserPreferencesAndAccountUpdate(t *testing.T) {
 	t.Parallel()
-	n, err := cloudapi.ParseNotification([]byte(envelope("user_preferences", otherFields["user_preferences"])))
+	n, err := webhook.Parse([]byte(envelope("user_preferences", otherFields["user_preferences"])))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestWebhookUserPreferencesAndAccountUpdate(t *testing.T) {
 	if len(p) != 1 || p[0].Category != "marketing_messages" || p[0].Value != "stop" || p[0].WaID != "237690000001" || p[0].Timestamp != "1767225800" {
 		t.Errorf("user preferences %+v", p)
 	}
-	n, err = cloudapi.ParseNotification([]byte(envelope("account_update", otherFields["account_update"])))
+	n, err = webhook.Parse([]byte(envelope("account_update", otherFields["account_update"])))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,9 +236,9 @@ func TestWebhookUserPreferencesAndAccountUpdate(t *testing.T) {
 	}
 }
 
-// TestWebhookTypedCallbacks: messages and statuses reach their typed
+// TestTypedCallbacks: messages and statuses reach their typed
 // callbacks with the business number and the sender's contact.
-func TestWebhookTypedCallbacks(t *testing.T) {
+func TestTypedCallbacks(t *testing.T) {
 	t.Parallel()
 	var r recorder
 	h := newHandler(t, r.options()...)
@@ -270,14 +270,14 @@ func TestWebhookTypedCallbacks(t *testing.T) {
 	}
 }
 
-// TestWebhookUnclaimedPartsGoToOther: a messages change with statuses but
+// TestUnclaimedPartsGoToOther: a messages change with statuses but
 // no OnStatus callback is handed to OnOther, never acknowledged unseen.
-func TestWebhookUnclaimedPartsGoToOther(t *testing.T) {
+func TestUnclaimedPartsGoToOther(t *testing.T) {
 	t.Parallel()
 	var msgs, other int
 	h := newHandler(t,
-		cloudapi.OnMessage(func(context.Context, cloudapi.WebhookEvent, *cloudapi.InboundMessage) error { msgs++; return nil }),
-		cloudapi.OnOther(func(_ context.Context, _ cloudapi.WebhookEvent, c *cloudapi.Change) error {
+		webhook.OnMessage(func(context.Context, webhook.Event, *webhook.Message) error { msgs++; return nil }),
+		webhook.OnOther(func(_ context.Context, _ webhook.Event, c *webhook.Change) error {
 			other++
 			if len(c.Value.Statuses) != 6 {
 				t.Errorf("OnOther got %d statuses, want 6", len(c.Value.Statuses))
@@ -289,14 +289,14 @@ func TestWebhookUnclaimedPartsGoToOther(t *testing.T) {
 	}
 }
 
-// TestWebhookKeysKept: issue 16's keys that wave 1 dropped, and issue 12's
+// TestKeysKept: issue 16's keys that wave 1 dropped, and issue 12's
 // BSUID keys.
-func TestWebhookKeysKept(t *testing.T) {
+func TestKeysKept(t *testing.T) {
 	t.Parallel()
 	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","time":1767225600,"changes":[{"field":"messages","value":` +
 		messagesValue(fxBSUIDContact+`,"statuses":[`+fxStatusRead+`,`+fxStatusGroup+`]`) + `}]},` +
 		`{"id":"2","changes":[{"field":"messages","value":` + messagesValue(`"messages":[`+fxGroup+`,`+fxUnsupported+`]`) + `}]}]}`
-	n, err := cloudapi.ParseNotification([]byte(body))
+	n, err := webhook.Parse([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +335,9 @@ func TestWebhookKeysKept(t *testing.T) {
 	}
 }
 
-// TestInboundAccessors: media, location, interactive, button, referral and
+// TestMessageAccessors: media, location, interactive, button, referral and
 // order content is typed; forwarded context is not a reply.
-func TestInboundAccessors(t *testing.T) {
+func TestMessageAccessors(t *testing.T) {
 	t.Parallel()
 	var r recorder
 	h := newHandler(t, r.options()...)
@@ -346,42 +346,42 @@ func TestInboundAccessors(t *testing.T) {
 	}
 	tests := []struct {
 		id   string
-		ok   func(m *cloudapi.InboundMessage) bool
+		ok   func(m *webhook.Message) bool
 		what string
 	}{
-		{"wamid.TEXT", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.TEXT", func(m *webhook.Message) bool {
 			return m.Text.Body == "hello" && m.ReplyTo() == "" && m.Media() == nil
 		}, "text"},
-		{"wamid.FWD", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.FWD", func(m *webhook.Message) bool {
 			return m.ReplyTo() == "" && m.Context.Forwarded && m.Context.FrequentlyForwarded
 		}, "forwarded is not a reply"},
-		{"wamid.REPLY", func(m *cloudapi.InboundMessage) bool { return m.ReplyTo() == "wamid.ORIG" && !m.Context.Forwarded }, "reply"},
-		{"wamid.IMG", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.REPLY", func(m *webhook.Message) bool { return m.ReplyTo() == "wamid.ORIG" && !m.Context.Forwarded }, "reply"},
+		{"wamid.IMG", func(m *webhook.Message) bool {
 			md := m.Media()
 			return md != nil && md == m.Image && md.ID == "1479537139650973" && md.MimeType == "image/jpeg" && md.Caption == "receipt"
 		}, "image"},
-		{"wamid.VOICE", func(m *cloudapi.InboundMessage) bool { return m.Media() == m.Audio && m.Audio.Voice }, "voice note"},
-		{"wamid.LOC", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.VOICE", func(m *webhook.Message) bool { return m.Media() == m.Audio && m.Audio.Voice }, "voice note"},
+		{"wamid.LOC", func(m *webhook.Message) bool {
 			return m.Location.Latitude == 3.848 && m.Location.Longitude == 11.502 && m.Location.Name == "Poste centrale"
 		}, "location"},
-		{"wamid.BTN", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.BTN", func(m *webhook.Message) bool {
 			return m.Button.Payload == "STOP_PROMOS" && m.ReplyTo() == "wamid.TPL"
 		}, "button"},
-		{"wamid.LIST", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.LIST", func(m *webhook.Message) bool {
 			return m.Interactive.Type == "list_reply" && m.Interactive.ListReply.ID == "row-2" && m.Interactive.ListReply.Description == "9 to 12"
 		}, "list reply"},
-		{"wamid.FLOW", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.FLOW", func(m *webhook.Message) bool {
 			return m.Interactive.NFMReply != nil && m.Interactive.NFMReply.ResponseJSON == `{"flow_token":"t"}`
 		}, "flow reply"},
-		{"wamid.AD", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.AD", func(m *webhook.Message) bool {
 			return m.Referral.SourceType == "ad" && m.Referral.CtwaClid == "ARA1" && m.Text.Body == "info?"
 		}, "referral"},
-		{"wamid.ORDER", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.ORDER", func(m *webhook.Message) bool {
 			o := m.Order
 			return o.CatalogID == "777" && len(o.ProductItems) == 2 && o.ProductItems[0].Quantity == 2 && o.ProductItems[0].ItemPrice == 12.5 &&
 				o.ProductItems[1].Quantity == 1 && o.ProductItems[1].ItemPrice == 3
 		}, "order (numbers as strings too)"},
-		{"wamid.SYS", func(m *cloudapi.InboundMessage) bool {
+		{"wamid.SYS", func(m *webhook.Message) bool {
 			return m.System.Type == "user_changed_number" && m.System.NewWaID == "237690000009"
 		}, "system"},
 	}
@@ -393,12 +393,12 @@ func TestInboundAccessors(t *testing.T) {
 	}
 }
 
-// TestWebhookLenientDecoding: issue 16 point 1 and issue 11 item 7. One
+// TestLenientDecoding: issue 16 point 1 and issue 11 item 7. One
 // field of the wrong type, or one malformed error object, once made the
 // handler answer 400 for the whole signed batch, which Meta redelivered for
 // days. Now the batch is answered 200, every item is delivered with what
 // could be decoded, and the problem names the field.
-func TestWebhookLenientDecoding(t *testing.T) {
+func TestLenientDecoding(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -512,10 +512,10 @@ func TestWebhookLenientDecoding(t *testing.T) {
 			t.Parallel()
 			var r recorder
 			var problems []string
-			opts := append(r.options(), cloudapi.OnNotification(func(_ context.Context, n *cloudapi.Notification) error {
+			opts := append(r.options(), webhook.OnNotification(func(_ context.Context, n *webhook.Notification) error {
 				for _, p := range n.Problems {
 					problems = append(problems, p.Path)
-					if !strings.HasPrefix(p.Error(), "cloudapi: webhook field "+p.Path+": ") {
+					if !strings.HasPrefix(p.Error(), "webhook: field "+p.Path+": ") {
 						t.Errorf("FieldError.Error() = %q", p.Error())
 					}
 				}
@@ -580,16 +580,16 @@ func keyPaths(t *testing.T, raw []byte) []string {
 	return out
 }
 
-// TestWebhookRoundTrip: issue 16. For every typed value, re-encoding what
+// TestRoundTrip: issue 16. For every typed value, re-encoding what
 // was parsed keeps every key of the input, typed or in Extra.
-func TestWebhookRoundTrip(t *testing.T) {
+func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	bodies := map[string]string{"messages": allMessages, "bsuid": envelope("messages", messagesValue(fxBSUIDContact))}
 	for field, value := range otherFields {
 		bodies[field] = envelope(field, value)
 	}
 	for name, body := range bodies {
-		n, err := cloudapi.ParseNotification([]byte(body))
+		n, err := webhook.Parse([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -638,17 +638,17 @@ func TestWebhookRoundTrip(t *testing.T) {
 func TestDeduperBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	const maxBytes = 4 << 10
-	d := cloudapi.NewDeduper(1_000_000, maxBytes)
+	d := webhook.NewDeduper(1_000_000, maxBytes)
 	for i := range 1000 {
 		d.Seen(strings.Repeat("k", 200) + string(rune('a'+i%26)) + strings.Repeat("x", i%7) + string(rune(i)))
 		if d.Bytes() > maxBytes {
 			t.Fatalf("after %d keys Deduper holds %d bytes, over %d", i+1, d.Bytes(), maxBytes)
 		}
 	}
-	if d.Len() == 0 || d.Len() > maxBytes/(200+cloudapi.DeduperKeyOverhead) {
+	if d.Len() == 0 || d.Len() > maxBytes/(200+webhook.DeduperKeyOverhead) {
 		t.Errorf("Len = %d", d.Len())
 	}
-	d2 := cloudapi.NewDeduper(3, 1<<20)
+	d2 := webhook.NewDeduper(3, 1<<20)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		if d2.Seen(k) {
 			t.Errorf("%s seen before", k)
@@ -665,7 +665,7 @@ func TestDeduperBoundedInBytes(t *testing.T) {
 		t.Error("forgotten key still seen")
 	}
 	// A key larger than the byte bound is still remembered alone.
-	d3 := cloudapi.NewDeduper(10, 1)
+	d3 := webhook.NewDeduper(10, 1)
 	if d3.Seen("big") || !d3.Seen("big") || d3.Len() != 1 {
 		t.Error("a single oversized key is not remembered")
 	}
@@ -673,7 +673,7 @@ func TestDeduperBoundedInBytes(t *testing.T) {
 
 func TestDeduperConcurrent(t *testing.T) {
 	t.Parallel()
-	d := cloudapi.NewDeduper(500, 64<<10)
+	d := webhook.NewDeduper(500, 64<<10)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	firsts := map[string]int{}

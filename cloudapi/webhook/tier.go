@@ -1,4 +1,4 @@
-package cloudapi
+package webhook
 
 import (
 	"strconv"
@@ -69,8 +69,8 @@ type TierUpdate interface {
 // quality-only event such as FLAGGED, or TIER_NOT_SET). Wire it in the
 // handler:
 //
-//	cloudapi.OnQuality(func(_ context.Context, _ cloudapi.WebhookEvent, u *cloudapi.QualityUpdate) error {
-//		cloudapi.ApplyTierUpdate(tier, u)
+//	webhook.OnQuality(func(_ context.Context, _ webhook.Event, u *webhook.QualityUpdate) error {
+//		webhook.ApplyTierUpdate(tier, u)
 //		return nil
 //	})
 //
