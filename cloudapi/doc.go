@@ -76,15 +76,11 @@
 //
 // # Webhooks
 //
-// [WebhookHandler] answers Meta's verification challenge, checks
-// X-Hub-Signature-256 in constant time (an empty app secret is refused),
-// reads bodies up to [MaxWebhookBody], decodes them leniently with
-// [ParseNotification], drops redeliveries with a [Deduper] bounded in keys
-// and bytes, and hands every item to typed callbacks ([OnMessage],
-// [OnStatus], [OnErrors], [OnTemplateStatus], [OnQuality]) or, raw, to
-// [OnOther]. A field that does not fit is a [*FieldError] naming it, never a
-// reason to refuse a signed batch; unknown keys are kept in each value's
-// Extra.
+// Package cloudapi/webhook receives what Meta posts back: a webhook.Handler
+// verifies signatures, decodes leniently and hands inbound messages,
+// statuses and every other field to typed callbacks. A status carries the
+// message's idempotency key as its biz_opaque_callback_data. [VerifySignature]
+// and [MaxWebhookBody] forward to that package.
 //
 // # Testing
 //

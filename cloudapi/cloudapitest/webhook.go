@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/errcodes"
 )
 
-// SignatureHeader is the header Meta signs webhook bodies in.
-const SignatureHeader = "X-Hub-Signature-256"
+// SignatureHeader is the header Meta signs webhook bodies in
+// ([webhook.SignatureHeader]).
+const SignatureHeader = webhook.SignatureHeader
 
 // Sign returns the value of the X-Hub-Signature-256 header Meta would send
 // with body: "sha256=" and the hex HMAC-SHA256 of body keyed with appSecret.
@@ -56,7 +58,7 @@ func Failed(r Request, code errcodes.Code) StatusUpdate {
 }
 
 // StatusBody returns the webhook notification for the updates, as Meta
-// would post it.
+// would post it; webhook.Parse reads it.
 func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 	type status struct {
 		ID           string            `json:"id"`
@@ -114,8 +116,9 @@ func isBSUID(to string) bool {
 	return len(to) > 3 && to[2] == '.' && 'A' <= to[0] && to[0] <= 'Z' && 'A' <= to[1] && to[1] <= 'Z'
 }
 
-// PostStatus posts the updates to h as a signed webhook (signed with the
-// app secret of WithAppSecret) and returns h's response.
+// PostStatus posts the updates to h (a webhook.Handler, say) as a signed
+// webhook (signed with the app secret of WithAppSecret) and returns h's
+// response.
 func (s *Server) PostStatus(h http.Handler, updates ...StatusUpdate) *http.Response {
 	body := s.StatusBody(updates...)
 	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))

@@ -3,8 +3,8 @@ package cloudapitest_test
 import (
 	"testing"
 
-	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
 // TestStatusBodyBSUID: a status for a user known only by a BSUID carries
@@ -17,9 +17,9 @@ func TestStatusBodyBSUID(t *testing.T) {
 		cloudapitest.Played(cloudapitest.Request{PhoneNumberID: "1", To: "CO.1949266959121697", MessageID: "wamid.B"}),
 		cloudapitest.Delivered(cloudapitest.Request{PhoneNumberID: "1", To: "237690000001", MessageID: "wamid.P"}),
 	)
-	n, err := cloudapi.ParseNotification(body)
+	n, err := webhook.Parse(body)
 	if err != nil || len(n.Problems) != 0 {
-		t.Fatalf("ParseNotification = %v, %v", n, err)
+		t.Fatalf("Parse = %v, %v", n, err)
 	}
 	sts := n.Entry[0].Changes[0].Value.Statuses
 	if len(sts) != 2 {
@@ -36,10 +36,10 @@ func TestStatusBodyBSUID(t *testing.T) {
 func TestSign(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"object":"whatsapp_business_account"}`)
-	if err := cloudapi.VerifySignature(body, cloudapitest.Sign(body, "s"), "s"); err != nil {
+	if err := webhook.VerifySignature(body, cloudapitest.Sign(body, "s"), "s"); err != nil {
 		t.Errorf("VerifySignature(Sign) = %v", err)
 	}
-	if err := cloudapi.VerifySignature(body, cloudapitest.Sign(body, "other"), "s"); err == nil {
+	if err := webhook.VerifySignature(body, cloudapitest.Sign(body, "other"), "s"); err == nil {
 		t.Error("a signature with another secret verified")
 	}
 }

@@ -1,4 +1,4 @@
-package cloudapi
+package webhook
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ type FieldError struct {
 	Reason string
 }
 
-// Error returns "cloudapi: webhook field <path>: <reason>".
-func (e *FieldError) Error() string { return "cloudapi: webhook field " + e.Path + ": " + e.Reason }
+// Error returns "webhook: field <path>: <reason>".
+func (e *FieldError) Error() string { return "webhook: field " + e.Path + ": " + e.Reason }
 
 // decoder decodes webhook JSON leniently into the webhook types: a field
 // that does not fit becomes a FieldError and its raw JSON is kept in the

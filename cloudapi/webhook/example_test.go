@@ -1,4 +1,4 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"context"
@@ -7,26 +7,27 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
+	"github.com/wapace/wapace/throughput"
 )
 
 // A webhook handler with typed callbacks. The second message's timestamp is
 // a number where Meta documents a string, and its status carries an error
 // object without a code: both are delivered, the problem is reported, and
 // Meta gets a 200 instead of redelivering the batch for days.
-func ExampleNewWebhookHandler() {
-	h, err := cloudapi.NewWebhookHandler("app-secret",
-		cloudapi.WithVerifyToken("verify-me"),
-		cloudapi.OnMessage(func(_ context.Context, ev cloudapi.WebhookEvent, m *cloudapi.InboundMessage) error {
+func ExampleNewHandler() {
+	h, err := webhook.NewHandler("app-secret",
+		webhook.WithVerifyToken("verify-me"),
+		webhook.OnMessage(func(_ context.Context, ev webhook.Event, m *webhook.Message) error {
 			fmt.Printf("message %s from %s to number %s: %q\n", m.ID, m.Sender(), ev.Metadata.PhoneNumberID, m.Text.Body)
 			return nil
 		}),
-		cloudapi.OnStatus(func(_ context.Context, _ cloudapi.WebhookEvent, s *cloudapi.Status) error {
+		webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
 			fmt.Printf("status %s %s (callback data %q)\n", s.ID, s.Status, s.CallbackData)
 			return nil
 		}),
-		cloudapi.OnOther(func(_ context.Context, ev cloudapi.WebhookEvent, c *cloudapi.Change) error {
+		webhook.OnOther(func(_ context.Context, ev webhook.Event, c *webhook.Change) error {
 			fmt.Printf("other %s: %d problem(s), first: %v\n", ev.Field, len(c.Problems), c.Problems[0])
 			return nil
 		}),
@@ -50,16 +51,16 @@ func ExampleNewWebhookHandler() {
 	// message wamid.A from 237690000001 to number 106540352242922: "hello"
 	// message wamid.B from CO.1949266959121697 to number 106540352242922: "hi"
 	// status wamid.OUT failed (callback data "campaign-7/ada")
-	// other messages: 1 problem(s), first: cloudapi: webhook field entry[0].changes[0].value.statuses[0].errors[0]: no error code
+	// other messages: 1 problem(s), first: webhook: field entry[0].changes[0].value.statuses[0].errors[0]: no error code
 	// answer 200
 }
 
 // Parse a notification without the handler, for a queue consumer that
 // verified the signature itself.
-func ExampleParseNotification() {
+func ExampleParse() {
 	body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"phone_number_quality_update",
 	"value":{"display_phone_number":"15550783881","event":"UPGRADE","max_daily_conversations_per_business":"TIER_10K","brand_new_key":true}}]}]}`)
-	n, err := cloudapi.ParseNotification(body)
+	n, err := webhook.Parse(body)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,4 +69,17 @@ func ExampleParseNotification() {
 	fmt.Println(q.Event, q.MaxDailyConversationsPerBusiness, string(q.Extra["brand_new_key"]))
 	// Output:
 	// UPGRADE TIER_10K true
+}
+
+// Feed the portfolio's Tier from Meta's messaging-limit webhooks.
+func ExampleApplyTierUpdate() {
+	tier := throughput.NewTier(throughput.Tier250)
+	update := &webhook.QualityUpdate{Event: "UPGRADE", OldLimit: "TIER_250", MaxDailyConversationsPerBusiness: "TIER_2K"}
+	limit, ok := webhook.ApplyTierUpdate(tier, update)
+	fmt.Println(limit, ok, tier.Limit())
+	_, ok = webhook.ApplyTierUpdate(tier, &webhook.QualityUpdate{Event: "FLAGGED"})
+	fmt.Println(ok, tier.Limit())
+	// Output:
+	// 2000 true 2000
+	// false 2000
 }

@@ -1,4 +1,4 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
 // countMessages counts, with a plain decoder, the message objects of the
@@ -56,10 +56,10 @@ func isObject(raw []byte) bool {
 	return len(raw) > 0 && raw[0] == '{'
 }
 
-// FuzzParseNotification: any JSON object is a notification that reaches
+// FuzzParse: any JSON object is a notification that reaches
 // the application with every message that can be decoded (issue 16), the
 // result re-encodes to valid JSON, and nothing panics.
-func FuzzParseNotification(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(allMessages))
 	f.Add([]byte(envelope("messages", messagesValue(fxBSUIDContact))))
 	for field, value := range otherFields {
@@ -70,10 +70,10 @@ func FuzzParseNotification(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		n, err := cloudapi.ParseNotification(body)
+		n, err := webhook.Parse(body)
 		if err != nil {
-			if !errors.Is(err, cloudapi.ErrBadNotification) || n != nil {
-				t.Fatalf("ParseNotification = %v, %v", n, err)
+			if !errors.Is(err, webhook.ErrBadNotification) || n != nil {
+				t.Fatalf("Parse = %v, %v", n, err)
 			}
 			if isObject(body) && json.Valid(body) {
 				t.Fatalf("a JSON object was refused: %v", err)

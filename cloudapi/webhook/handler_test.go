@@ -1,27 +1,25 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 
-	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
-	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
 const appSecret = "app-secret-for-tests"
 
-func newHandler(t *testing.T, opts ...cloudapi.WebhookOption) *cloudapi.WebhookHandler {
+func newHandler(t *testing.T, opts ...webhook.Option) *webhook.Handler {
 	t.Helper()
-	h, err := cloudapi.NewWebhookHandler(appSecret, opts...)
+	h, err := webhook.NewHandler(appSecret, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,16 +36,16 @@ func post(t *testing.T, h http.Handler, body string) int {
 func postSigned(h http.Handler, body, sig string) int {
 	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body))
 	if sig != "" {
-		req.Header.Set(cloudapi.SignatureHeader, sig)
+		req.Header.Set(webhook.SignatureHeader, sig)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec.Code
 }
 
-func TestWebhookVerification(t *testing.T) {
+func TestVerification(t *testing.T) {
 	t.Parallel()
-	h := newHandler(t, cloudapi.WithVerifyToken("verify-me"), cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	h := newHandler(t, webhook.WithVerifyToken("verify-me"), webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
 	for _, tc := range []struct {
 		query  string
 		status int
@@ -69,7 +67,7 @@ func TestWebhookVerification(t *testing.T) {
 		t.Errorf("PUT = %d", rec.Code)
 	}
 	// Without WithVerifyToken every challenge is refused.
-	h2 := newHandler(t, cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { return nil }))
+	h2 := newHandler(t, webhook.OnNotification(func(context.Context, *webhook.Notification) error { return nil }))
 	rec = httptest.NewRecorder()
 	h2.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webhook?hub.mode=subscribe&hub.verify_token=&hub.challenge=1", nil))
 	if rec.Code != http.StatusForbidden {
@@ -77,10 +75,10 @@ func TestWebhookVerification(t *testing.T) {
 	}
 }
 
-func TestWebhookSignature(t *testing.T) {
+func TestSignature(t *testing.T) {
 	t.Parallel()
 	called := 0
-	h := newHandler(t, cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { called++; return nil }))
+	h := newHandler(t, webhook.OnNotification(func(context.Context, *webhook.Notification) error { called++; return nil }))
 	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"1"},"statuses":[{"id":"wamid.A","status":"sent","timestamp":"1","recipient_id":"237690000001"}]}}]}]}`
 	good := cloudapitest.Sign([]byte(body), appSecret)
 	if code := postSigned(h, body, ""); code != http.StatusUnauthorized {
@@ -100,7 +98,7 @@ func TestWebhookSignature(t *testing.T) {
 	if code := postSigned(h, body, good); code != http.StatusOK || called != 1 {
 		t.Errorf("redelivery: %d, called %d (want deduplicated)", code, called)
 	}
-	big := strings.Repeat(" ", cloudapi.MaxWebhookBody+1)
+	big := strings.Repeat(" ", webhook.MaxBody+1)
 	if code := post(t, h, big); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized body: %d", code)
 	}
@@ -111,131 +109,81 @@ func TestWebhookSignature(t *testing.T) {
 	}
 }
 
-// TestWebhookEmptyAppSecret: issue 11 item 7. An empty app secret once
+// TestEmptyAppSecret: issue 11 item 7. An empty app secret once
 // accepted forged payloads: VerifySignature(body, sig, "") returned nil for
 // the HMAC keyed with "".
-func TestWebhookEmptyAppSecret(t *testing.T) {
+func TestEmptyAppSecret(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
 	forged := cloudapitest.Sign(body, "")
-	if err := cloudapi.VerifySignature(body, forged, ""); !errors.Is(err, cloudapi.ErrNoAppSecret) {
+	if err := webhook.VerifySignature(body, forged, ""); !errors.Is(err, webhook.ErrNoAppSecret) {
 		t.Errorf("VerifySignature with an empty secret = %v, want ErrNoAppSecret", err)
 	}
-	if err := cloudapi.VerifySignature(body, "", ""); !errors.Is(err, cloudapi.ErrNoAppSecret) {
+	if err := webhook.VerifySignature(body, "", ""); !errors.Is(err, webhook.ErrNoAppSecret) {
 		t.Errorf("VerifySignature with an empty secret and header = %v, want ErrNoAppSecret", err)
 	}
-	h, err := cloudapi.NewWebhookHandler("", cloudapi.OnNotification(func(context.Context, *cloudapi.Notification) error { return nil }))
-	if !errors.Is(err, cloudapi.ErrNoAppSecret) || h != nil {
-		t.Errorf("NewWebhookHandler(\"\") = %v, %v; want ErrNoAppSecret", h, err)
+	h, err := webhook.NewHandler("", webhook.OnNotification(func(context.Context, *webhook.Notification) error { return nil }))
+	if !errors.Is(err, webhook.ErrNoAppSecret) || h != nil {
+		t.Errorf("NewHandler(\"\") = %v, %v; want ErrNoAppSecret", h, err)
 	}
 }
 
-// TestWebhookNeedsCatchAll: a handler must not acknowledge a field nobody
+// TestNeedsCatchAll: a handler must not acknowledge a field nobody
 // sees, so it needs OnNotification or OnOther.
-func TestWebhookNeedsCatchAll(t *testing.T) {
+func TestNeedsCatchAll(t *testing.T) {
 	t.Parallel()
-	for _, opts := range [][]cloudapi.WebhookOption{
+	for _, opts := range [][]webhook.Option{
 		nil,
-		{cloudapi.OnMessage(func(context.Context, cloudapi.WebhookEvent, *cloudapi.InboundMessage) error { return nil })},
-		{cloudapi.WithVerifyToken("v")},
+		{webhook.OnMessage(func(context.Context, webhook.Event, *webhook.Message) error { return nil })},
+		{webhook.WithVerifyToken("v")},
 	} {
-		if _, err := cloudapi.NewWebhookHandler(appSecret, opts...); err == nil {
-			t.Errorf("NewWebhookHandler(%d options without a catch-all) succeeded", len(opts))
+		if _, err := webhook.NewHandler(appSecret, opts...); err == nil {
+			t.Errorf("NewHandler(%d options without a catch-all) succeeded", len(opts))
 		}
 	}
-	if _, err := cloudapi.NewWebhookHandler(appSecret, nil); err == nil {
-		t.Error("NewWebhookHandler(nil option) succeeded")
+	if _, err := webhook.NewHandler(appSecret, nil); err == nil {
+		t.Error("NewHandler(nil option) succeeded")
 	}
-	if _, err := cloudapi.NewWebhookHandler(appSecret, cloudapi.WithDeduper(nil)); err == nil {
+	if _, err := webhook.NewHandler(appSecret, webhook.WithDeduper(nil)); err == nil {
 		t.Error("WithDeduper(nil) accepted")
 	}
 }
 
-// TestWebhookLargeBody: Meta's payloads reach 3 MB; the old 1 MiB cap
+// TestLargeBody: Meta's payloads reach 3 MB; the old 1 MiB cap
 // refused them with 413, and Meta's retries then gave up.
-func TestWebhookLargeBody(t *testing.T) {
+func TestLargeBody(t *testing.T) {
 	t.Parallel()
 	var msgs []string
 	for i := range 8000 {
 		msgs = append(msgs, `{"from":"237690000001","id":"wamid.`+strconv.Itoa(i)+`","timestamp":"1749416383","type":"text","text":{"body":"`+strings.Repeat("x", 280)+`"}}`)
 	}
 	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"1"},"messages":[` + strings.Join(msgs, ",") + `]}}]}]}`
-	if len(body) < 2_900_000 || len(body) > cloudapi.MaxWebhookBody {
+	if len(body) < 2_900_000 || len(body) > webhook.MaxBody {
 		t.Fatalf("body of %d bytes does not test a ~3 MB payload", len(body))
 	}
 	got := 0
-	h := newHandler(t, cloudapi.OnMessage(func(context.Context, cloudapi.WebhookEvent, *cloudapi.InboundMessage) error { got++; return nil }),
-		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+	h := newHandler(t, webhook.OnMessage(func(context.Context, webhook.Event, *webhook.Message) error { got++; return nil }),
+		webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
 	if code := post(t, h, body); code != http.StatusOK || got != len(msgs) {
 		t.Errorf("3 MB body: %d, %d messages delivered, want 200 and %d", code, got, len(msgs))
 	}
 }
 
-// TestStatusWebhooksFromTheFake: a campaign message fails later with 131049;
-// the signed status webhook reaches the handler with the idempotency key.
-func TestStatusWebhooksFromTheFake(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, []cloudapitest.Option{cloudapitest.WithAppSecret(appSecret)})
-		m := cloudapi.Template(alice, "spring_sale", "en")
-		m.IdempotencyKey = "campaign-7/alice"
-		if _, err := h.c.Send(t.Context(), number, m); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var got []cloudapi.Status
-		fail := true
-		handler := newHandler(t, cloudapi.OnStatus(func(_ context.Context, _ cloudapi.WebhookEvent, s *cloudapi.Status) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if fail {
-				fail = false
-				return errors.New("database down")
-			}
-			got = append(got, *s)
-			return nil
-		}), cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }),
-			cloudapi.WithDeduper(cloudapi.NewDeduper(10, 1<<20)))
-		req := h.srv.Requests()[0]
-		// The first delivery fails in the handler: Meta will deliver again,
-		// and the redelivery must not be dropped as a duplicate.
-		if resp := h.srv.PostStatus(handler, cloudapitest.Failed(req, errcodes.MarketingLimit)); resp.StatusCode != http.StatusInternalServerError {
-			t.Fatalf("first delivery = %d", resp.StatusCode)
-		}
-		for range 2 {
-			resp := h.srv.PostStatus(handler, cloudapitest.Failed(req, errcodes.MarketingLimit), cloudapitest.Delivered(req))
-			io.Copy(io.Discard, resp.Body)
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("delivery = %d", resp.StatusCode)
-			}
-		}
-		if len(got) != 2 {
-			t.Fatalf("statuses delivered %d times, want 2 (once each)", len(got))
-		}
-		st := got[0]
-		if st.Status != "failed" || st.CallbackData != "campaign-7/alice" || len(st.Errors) != 1 || st.Errors[0].Class().Scope != errcodes.ScopeRecipient {
-			t.Errorf("status %+v", st)
-		}
-		if !errors.Is(&st.Errors[0], errcodes.MarketingLimit) {
-			t.Error("status error does not match MarketingLimit")
-		}
-	})
-}
-
-// TestWebhookCallbackErrorRedelivers: a failing typed callback answers 500
+// TestCallbackErrorRedelivers: a failing typed callback answers 500
 // and forgets what the delivery recorded, so Meta's redelivery of a
 // template update (deduplicated by content) is handed over again.
-func TestWebhookCallbackErrorRedelivers(t *testing.T) {
+func TestCallbackErrorRedelivers(t *testing.T) {
 	t.Parallel()
 	calls := 0
 	h := newHandler(t,
-		cloudapi.OnTemplateStatus(func(context.Context, cloudapi.WebhookEvent, *cloudapi.TemplateStatusUpdate) error {
+		webhook.OnTemplateStatus(func(context.Context, webhook.Event, *webhook.TemplateStatusUpdate) error {
 			calls++
 			if calls == 1 {
 				return errors.New("database down")
 			}
 			return nil
 		}),
-		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+		webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
 	body := `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"message_template_status_update","value":{"event":"PAUSED","message_template_id":"7","message_template_name":"t","message_template_language":"en"}}]}]}`
 	for i, want := range []int{http.StatusInternalServerError, http.StatusOK, http.StatusOK} {
 		if code := post(t, h, body); code != want {
@@ -247,20 +195,20 @@ func TestWebhookCallbackErrorRedelivers(t *testing.T) {
 	}
 }
 
-// TestWebhookConcurrentRedeliveries: Meta's concurrent redeliveries of one
+// TestConcurrentRedeliveries: Meta's concurrent redeliveries of one
 // message reach the callback once.
-func TestWebhookConcurrentRedeliveries(t *testing.T) {
+func TestConcurrentRedeliveries(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]int{}
 	h := newHandler(t,
-		cloudapi.OnMessage(func(_ context.Context, _ cloudapi.WebhookEvent, m *cloudapi.InboundMessage) error {
+		webhook.OnMessage(func(_ context.Context, _ webhook.Event, m *webhook.Message) error {
 			mu.Lock()
 			defer mu.Unlock()
 			seen[m.ID]++
 			return nil
 		}),
-		cloudapi.OnOther(func(context.Context, cloudapi.WebhookEvent, *cloudapi.Change) error { return nil }))
+		webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Add(1)
@@ -283,5 +231,25 @@ func TestWebhookConcurrentRedeliveries(t *testing.T) {
 		if n != 1 {
 			t.Errorf("message %s delivered %d times", id, n)
 		}
+	}
+}
+
+// TestEnvelopeProblemsReachOther: a malformed entry is reported to
+// OnOther even without OnNotification, and the batch is answered 200.
+func TestEnvelopeProblemsReachOther(t *testing.T) {
+	t.Parallel()
+	var got []string
+	h := newHandler(t, webhook.OnOther(func(_ context.Context, _ webhook.Event, c *webhook.Change) error {
+		for _, p := range c.Problems {
+			got = append(got, p.Path)
+		}
+		return nil
+	}))
+	body := `{"object":"whatsapp_business_account","entry":[7,{"id":"1","changes":{"field":"messages"}}]}`
+	if code := post(t, h, body); code != http.StatusOK {
+		t.Fatalf("POST = %d", code)
+	}
+	if want := []string{"entry[0]", "entry[1].changes"}; !slices.Equal(got, want) {
+		t.Errorf("problems %v, want %v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package cloudapi
+package webhook
 
 import (
 	"container/list"
@@ -75,8 +75,8 @@ func (d *Deduper) Bytes() int {
 	return d.bytes
 }
 
-func messageKey(m *InboundMessage) string { return "m:" + m.ID }
-func statusKey(s *Status) string          { return "s:" + s.ID + ":" + s.Status + ":" + s.Type }
+func messageKey(m *Message) string { return "m:" + m.ID }
+func statusKey(s *Status) string   { return "s:" + s.ID + ":" + s.Status + ":" + s.Type }
 
 // changeKey identifies a change of a field other than messages by its
 // content, so that Meta's redelivery of a template or quality update is

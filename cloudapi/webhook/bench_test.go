@@ -1,4 +1,4 @@
-package cloudapi_test
+package webhook_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
 // strictNotification mirrors the wave-1 decoding: encoding/json into plain
@@ -40,9 +40,15 @@ type strictNotification struct {
 // BenchmarkParseNotification compares the lenient, lossless decoder with a
 // strict encoding/json decode of the same body (the baseline), interleaved:
 // with -count N each round runs both.
-func BenchmarkParseNotification(b *testing.B) {
+func BenchmarkParse(b *testing.B) {
+	for _, n := range []int{100, 8000} { // about 11 KB and 3 MB
+		b.Run(strconv.Itoa(n)+"msgs", func(b *testing.B) { benchParse(b, n) })
+	}
+}
+
+func benchParse(b *testing.B, count int) {
 	var msgs []string
-	for i := range 100 {
+	for i := range count {
 		msgs = append(msgs, `{"from":"237690000001","id":"wamid.`+strconv.Itoa(i)+`","timestamp":"1767225601","type":"text","text":{"body":"hello there"}}`)
 	}
 	body := []byte(envelope("messages", messagesValue(`"contacts":[{"profile":{"name":"Ada"},"wa_id":"237690000001"}],"messages":[`+strings.Join(msgs, ",")+`]`)))
@@ -50,7 +56,7 @@ func BenchmarkParseNotification(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := cloudapi.ParseNotification(body); err != nil {
+			if _, err := webhook.Parse(body); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package cloudapi
+package webhook
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 // phone_number_quality_update, account_update and the other fields of the
 // whatsapp_business_account object).
 //
-// Every type below is decoded leniently by [ParseNotification]: a field that
+// Every type below is decoded leniently by [Parse]: a field that
 // does not fit its Go type (a numeric timestamp where Meta documents a
 // string, an error object without a code) is reported as a [*FieldError] on
 // the item it belongs to, the rest of the item is delivered, and the field's
@@ -50,8 +50,8 @@ type Entry struct {
 func (e Entry) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(e)) }
 
 // Webhook fields wapace decodes into typed values. Every other field (such
-// as history, calls, account_alerts, business_capability_update, security,
-// partner_solutions) is delivered with its raw Value only.
+// as account_alerts, security, partner_solutions) is delivered with its raw
+// value only.
 const (
 	FieldMessages        = "messages"
 	FieldTemplateStatus  = "message_template_status_update"
@@ -59,13 +59,14 @@ const (
 	FieldAccountUpdate   = "account_update"
 	FieldUserPreferences = "user_preferences"
 	FieldMessageEchoes   = "smb_message_echoes"
+	FieldCapability      = "business_capability_update"
 )
 
 // Change is one change of one webhook field. Raw always holds the value as
 // sent; the typed member matching Field is set when the field is one wapace
 // decodes: Value for messages-shaped fields (messages, user_preferences,
-// smb_message_echoes, calls, history), TemplateStatus, Quality or Account
-// for the others.
+// smb_message_echoes, calls, history), TemplateStatus, Quality, Capability
+// or Account for the others.
 type Change struct {
 	// Field is the webhook field, such as "messages".
 	Field string `json:"field"`
@@ -77,6 +78,8 @@ type Change struct {
 	TemplateStatus *TemplateStatusUpdate `json:"-"`
 	// Quality is the decoded phone_number_quality_update, or nil.
 	Quality *QualityUpdate `json:"-"`
+	// Capability is the decoded business_capability_update, or nil.
+	Capability *CapabilityUpdate `json:"-"`
 	// Account is the decoded account_update, or nil.
 	Account *AccountUpdate `json:"-"`
 	// Problems lists the fields of this change that did not fit their typed
@@ -102,13 +105,13 @@ type Value struct {
 	Metadata         Metadata  `json:"metadata"`
 	Contacts         []Contact `json:"contacts,omitempty"`
 	// Messages are messages users sent.
-	Messages []InboundMessage `json:"messages,omitempty"`
+	Messages []Message `json:"messages,omitempty"`
 	// Statuses report the progress of messages the business sent, and of
 	// calls (Status.Type "call").
 	Statuses []Status `json:"statuses,omitempty"`
 	// MessageEchoes are messages the business sent from the WhatsApp
 	// Business app (field smb_message_echoes).
-	MessageEchoes []InboundMessage `json:"message_echoes,omitempty"`
+	MessageEchoes []Message `json:"message_echoes,omitempty"`
 	// UserPreferences are users' marketing preferences (field
 	// user_preferences), such as a marketing opt-out.
 	UserPreferences []UserPreference `json:"user_preferences,omitempty"`
@@ -163,10 +166,10 @@ type Profile struct {
 // MarshalJSON encodes p with its Extra keys.
 func (p Profile) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(p)) }
 
-// InboundMessage is a message a user sent (or, in MessageEchoes, one the
+// Message is a message a user sent (or, in MessageEchoes, one the
 // business sent from the WhatsApp Business app). The member named by Type
 // holds its content; Media returns the media of any media type.
-type InboundMessage struct {
+type Message struct {
 	// From is the sender's phone number; empty for a user who hides it
 	// behind a username, whose BSUID is then in FromUserID.
 	From             string `json:"from,omitempty"`
@@ -178,38 +181,41 @@ type InboundMessage struct {
 	Timestamp string `json:"timestamp"`
 	Type      string `json:"type"`
 	// GroupID is the group the message was sent in, for group messages.
-	GroupID     string              `json:"group_id,omitempty"`
-	Context     *MessageContext     `json:"context,omitempty"`
-	Text        *InboundText        `json:"text,omitempty"`
-	Image       *InboundMedia       `json:"image,omitempty"`
-	Video       *InboundMedia       `json:"video,omitempty"`
-	Audio       *InboundMedia       `json:"audio,omitempty"`
-	Document    *InboundMedia       `json:"document,omitempty"`
-	Sticker     *InboundMedia       `json:"sticker,omitempty"`
-	Location    *InboundLocation    `json:"location,omitempty"`
-	Interactive *InboundInteractive `json:"interactive,omitempty"`
-	Button      *InboundButton      `json:"button,omitempty"`
-	Referral    *Referral           `json:"referral,omitempty"`
-	Order       *InboundOrder       `json:"order,omitempty"`
-	Reaction    *InboundReaction    `json:"reaction,omitempty"`
+	GroupID     string          `json:"group_id,omitempty"`
+	Context     *MessageContext `json:"context,omitempty"`
+	Text        *Text           `json:"text,omitempty"`
+	Image       *Media          `json:"image,omitempty"`
+	Video       *Media          `json:"video,omitempty"`
+	Audio       *Media          `json:"audio,omitempty"`
+	Document    *Media          `json:"document,omitempty"`
+	Sticker     *Media          `json:"sticker,omitempty"`
+	Location    *Location       `json:"location,omitempty"`
+	Interactive *Interactive    `json:"interactive,omitempty"`
+	Button      *Button         `json:"button,omitempty"`
+	Referral    *Referral       `json:"referral,omitempty"`
+	Order       *Order          `json:"order,omitempty"`
+	Reaction    *Reaction       `json:"reaction,omitempty"`
+	// System is a system message: the user changed their phone number
+	// (Type "user_changed_number") or their BSUID ("user_changed_user_id").
+	System *System `json:"system,omitempty"`
 	// Errors are errors about this message (messages[].errors[]), such as
 	// an unsupported message type.
 	Errors []errcodes.Error `json:"errors,omitempty"`
 	// Problems lists this message's fields that did not fit their typed
 	// fields; the message is delivered with the rest.
 	Problems []*FieldError `json:"-"`
-	// Extra holds keys without a typed field (contacts, system, ...) and
-	// keys whose value did not fit one, exactly as sent.
+	// Extra holds keys without a typed field (contacts, unsupported, ...)
+	// and keys whose value did not fit one, exactly as sent.
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes m with its Extra keys.
-func (m InboundMessage) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(m)) }
+func (m Message) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(m)) }
 
 // Media returns the media of an image, video, audio, document or sticker
 // message, or nil.
-func (m *InboundMessage) Media() *InboundMedia {
-	for _, p := range []*InboundMedia{m.Image, m.Video, m.Audio, m.Document, m.Sticker} {
+func (m *Message) Media() *Media {
+	for _, p := range []*Media{m.Image, m.Video, m.Audio, m.Document, m.Sticker} {
 		if p != nil {
 			return p
 		}
@@ -219,7 +225,7 @@ func (m *InboundMessage) Media() *InboundMedia {
 
 // ReplyTo returns the ID of the message this one replies to, or "". A
 // forwarded message has a context without an ID: it is not a reply.
-func (m *InboundMessage) ReplyTo() string {
+func (m *Message) ReplyTo() string {
 	if m.Context == nil {
 		return ""
 	}
@@ -228,7 +234,7 @@ func (m *InboundMessage) ReplyTo() string {
 
 // Sender returns who sent m: the phone number, or the BSUID of a user
 // without one.
-func (m *InboundMessage) Sender() string {
+func (m *Message) Sender() string {
 	if m.From != "" {
 		return m.From
 	}
@@ -266,18 +272,18 @@ type ReferredProduct struct {
 // MarshalJSON encodes p with its Extra keys.
 func (p ReferredProduct) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(p)) }
 
-// InboundText is a text message's content.
-type InboundText struct {
+// Text is a text message's content.
+type Text struct {
 	Body  string                     `json:"body"`
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes t with its Extra keys.
-func (t InboundText) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(t)) }
+func (t Text) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(t)) }
 
-// InboundMedia is the content of an image, video, audio, document or sticker
+// Media is the content of an image, video, audio, document or sticker
 // message: fetch the file with its ID.
-type InboundMedia struct {
+type Media struct {
 	ID       string `json:"id,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 	SHA256   string `json:"sha256,omitempty"`
@@ -293,10 +299,10 @@ type InboundMedia struct {
 }
 
 // MarshalJSON encodes m with its Extra keys.
-func (m InboundMedia) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(m)) }
+func (m Media) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(m)) }
 
-// InboundLocation is a location message's content.
-type InboundLocation struct {
+// Location is a location message's content.
+type Location struct {
 	Latitude  float64                    `json:"latitude"`
 	Longitude float64                    `json:"longitude"`
 	Name      string                     `json:"name,omitempty"`
@@ -306,11 +312,11 @@ type InboundLocation struct {
 }
 
 // MarshalJSON encodes l with its Extra keys.
-func (l InboundLocation) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(l)) }
+func (l Location) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(l)) }
 
-// InboundInteractive is a user's answer to an interactive message: a reply button
+// Interactive is a user's answer to an interactive message: a reply button
 // (ButtonReply), a list row (ListReply) or a flow (NFMReply), per Type.
-type InboundInteractive struct {
+type Interactive struct {
 	Type        string            `json:"type"`
 	ButtonReply *InteractiveReply `json:"button_reply,omitempty"`
 	ListReply   *InteractiveReply `json:"list_reply,omitempty"`
@@ -320,7 +326,7 @@ type InboundInteractive struct {
 }
 
 // MarshalJSON encodes i with its Extra keys.
-func (i InboundInteractive) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(i)) }
+func (i Interactive) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(i)) }
 
 // InteractiveReply is the button or list row a user chose.
 type InteractiveReply struct {
@@ -345,15 +351,15 @@ type FlowReply struct {
 // MarshalJSON encodes r with its Extra keys.
 func (r FlowReply) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(r)) }
 
-// InboundButton is a tap on a template's quick-reply button.
-type InboundButton struct {
+// Button is a tap on a template's quick-reply button.
+type Button struct {
 	Payload string                     `json:"payload,omitempty"`
 	Text    string                     `json:"text,omitempty"`
 	Extra   map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes b with its Extra keys.
-func (b InboundButton) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(b)) }
+func (b Button) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(b)) }
 
 // Referral says which ad or post led the user to write (click-to-WhatsApp).
 type Referral struct {
@@ -374,19 +380,19 @@ type Referral struct {
 // MarshalJSON encodes r with its Extra keys.
 func (r Referral) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(r)) }
 
-// InboundOrder is a cart the user sent from a catalog.
-type InboundOrder struct {
+// Order is a cart the user sent from a catalog.
+type Order struct {
 	CatalogID    string                     `json:"catalog_id,omitempty"`
 	Text         string                     `json:"text,omitempty"`
-	ProductItems []InboundOrderItem         `json:"product_items,omitempty"`
+	ProductItems []OrderItem                `json:"product_items,omitempty"`
 	Extra        map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes o with its Extra keys.
-func (o InboundOrder) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(o)) }
+func (o Order) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(o)) }
 
-// InboundOrderItem is one line of an InboundOrder.
-type InboundOrderItem struct {
+// OrderItem is one line of an Order.
+type OrderItem struct {
 	ProductRetailerID string                     `json:"product_retailer_id,omitempty"`
 	Quantity          int64                      `json:"quantity"`
 	ItemPrice         float64                    `json:"item_price"`
@@ -395,17 +401,29 @@ type InboundOrderItem struct {
 }
 
 // MarshalJSON encodes i with its Extra keys.
-func (i InboundOrderItem) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(i)) }
+func (i OrderItem) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(i)) }
 
-// InboundReaction is an emoji reaction to a message; an empty Emoji removes it.
-type InboundReaction struct {
+// System is a system message's content. Keys beyond these (the new
+// BSUID, say) are kept in Extra.
+type System struct {
+	Body    string                     `json:"body,omitempty"`
+	Type    string                     `json:"type,omitempty"`
+	NewWaID string                     `json:"new_wa_id,omitempty"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes s with its Extra keys.
+func (s System) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(s)) }
+
+// Reaction is an emoji reaction to a message; an empty Emoji removes it.
+type Reaction struct {
 	MessageID string                     `json:"message_id,omitempty"`
 	Emoji     string                     `json:"emoji,omitempty"`
 	Extra     map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes r with its Extra keys.
-func (r InboundReaction) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(r)) }
+func (r Reaction) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(r)) }
 
 // Status reports a sent message's progress. Status is "sent", "delivered",
 // "read", "played" (a voice message was played), "failed" with Errors, or,
@@ -470,13 +488,14 @@ func (p Pricing) MarshalJSON() ([]byte, error) { return encodeObject(reflect.Val
 // Category "marketing_messages" with Value "stop" is an opt-out, "resume"
 // an opt-in.
 type UserPreference struct {
-	WaID      string                     `json:"wa_id,omitempty"`
-	UserID    string                     `json:"user_id,omitempty"`
-	Detail    string                     `json:"detail,omitempty"`
-	Category  string                     `json:"category,omitempty"`
-	Value     string                     `json:"value,omitempty"`
-	Timestamp string                     `json:"timestamp,omitempty"`
-	Extra     map[string]json.RawMessage `json:"-"`
+	WaID         string                     `json:"wa_id,omitempty"`
+	UserID       string                     `json:"user_id,omitempty"`
+	ParentUserID string                     `json:"parent_user_id,omitempty"`
+	Detail       string                     `json:"detail,omitempty"`
+	Category     string                     `json:"category,omitempty"`
+	Value        string                     `json:"value,omitempty"`
+	Timestamp    string                     `json:"timestamp,omitempty"`
+	Extra        map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON encodes p with its Extra keys.
@@ -516,6 +535,21 @@ type QualityUpdate struct {
 // MarshalJSON encodes u with its Extra keys.
 func (u QualityUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
 
+// CapabilityUpdate is a business_capability_update: the business
+// portfolio's limits changed, such as its messaging limit
+// (MaxDailyConversationsPerBusiness, "TIER_10K"); see [TierLimit].
+type CapabilityUpdate struct {
+	MaxDailyConversationsPerBusiness string `json:"max_daily_conversations_per_business,omitempty"`
+	// MaxDailyConversationPerPhone is the per-number limit older payloads
+	// carry.
+	MaxDailyConversationPerPhone int64                      `json:"max_daily_conversation_per_phone,omitempty"`
+	MaxPhoneNumbersPerBusiness   int64                      `json:"max_phone_numbers_per_business,omitempty"`
+	Extra                        map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes u with its Extra keys.
+func (u CapabilityUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
+
 // AccountUpdate is an account_update: a change of the WhatsApp Business
 // Account's state, such as a ban, a restriction or a policy violation.
 type AccountUpdate struct {
@@ -529,12 +563,12 @@ type AccountUpdate struct {
 // MarshalJSON encodes u with its Extra keys.
 func (u AccountUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
 
-// ParseNotification decodes a webhook body leniently. It fails, with an
+// Parse decodes a webhook body leniently. It fails, with an
 // error matching ErrBadNotification that never quotes the body, only when
 // the body is not a JSON object; anything inside that does not fit is
 // reported in the Problems of the notification and of the item it belongs
 // to, and the rest is delivered.
-func ParseNotification(body []byte) (*Notification, error) {
+func Parse(body []byte) (*Notification, error) {
 	if !json.Valid(body) {
 		return nil, ErrBadNotification
 	}
@@ -574,6 +608,9 @@ func (c *Change) decodeValue(d *decoder) {
 	case c.Field == FieldQuality:
 		c.Quality = new(QualityUpdate)
 		dst = c.Quality
+	case c.Field == FieldCapability:
+		c.Capability = new(CapabilityUpdate)
+		dst = c.Capability
 	case c.Field == FieldAccountUpdate:
 		c.Account = new(AccountUpdate)
 		dst = c.Account
@@ -581,7 +618,7 @@ func (c *Change) decodeValue(d *decoder) {
 		return
 	}
 	if !d.object(c.Raw, reflect.ValueOf(dst).Elem()) {
-		c.Value, c.TemplateStatus, c.Quality, c.Account = nil, nil, nil, nil
+		c.Value, c.TemplateStatus, c.Quality, c.Capability, c.Account = nil, nil, nil, nil, nil
 	}
 	if len(d.problems) > before {
 		c.Problems = append(c.Problems, d.problems[before:]...)

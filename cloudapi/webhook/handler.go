@@ -1,4 +1,4 @@
-package cloudapi
+package webhook
 
 import (
 	"context"
@@ -19,23 +19,23 @@ import (
 // with the app secret, as "sha256=<hex>".
 const SignatureHeader = "X-Hub-Signature-256"
 
-// MaxWebhookBody caps the webhook bodies the handler reads: 3 MiB, above
+// MaxBody caps the webhook bodies the handler reads: 3 MiB, above
 // the 3 MB Meta documents as the largest webhook payload, so that no batch
 // Meta sends is refused (and lost after its retries).
-const MaxWebhookBody = 3 << 20
+const MaxBody = 3 << 20
 
 // Webhook errors, matchable with errors.Is.
 var (
 	// ErrNoSignature: the request has no X-Hub-Signature-256 header.
-	ErrNoSignature = errors.New("cloudapi: webhook has no signature")
+	ErrNoSignature = errors.New("webhook: no signature")
 	// ErrBadSignature: the signature does not match the body.
-	ErrBadSignature = errors.New("cloudapi: webhook signature mismatch")
+	ErrBadSignature = errors.New("webhook: signature mismatch")
 	// ErrBadNotification: the body is not a JSON object, so not a webhook
 	// notification at all.
-	ErrBadNotification = errors.New("cloudapi: malformed webhook notification")
+	ErrBadNotification = errors.New("webhook: malformed notification")
 	// ErrNoAppSecret: the app secret is empty. A handler is never built
 	// with one, and VerifySignature never passes with one.
-	ErrNoAppSecret = errors.New("cloudapi: empty webhook app secret")
+	ErrNoAppSecret = errors.New("webhook: empty app secret")
 )
 
 // VerifySignature checks header (the X-Hub-Signature-256 value) against the
@@ -64,10 +64,10 @@ func VerifySignature(body []byte, header, appSecret string) error {
 	return nil
 }
 
-// WebhookEvent is where a webhook item came from: the business account, the field
+// Event is where a webhook item came from: the business account, the field
 // and, for messages-shaped fields, the business number and the contacts the
 // change carried.
-type WebhookEvent struct {
+type Event struct {
 	// WABAID is the WhatsApp Business Account ID (entry[].id).
 	WABAID string
 	// Field is the webhook field, such as "messages".
@@ -80,7 +80,7 @@ type WebhookEvent struct {
 
 // Contact returns the contact who sent m (matched on phone number or
 // BSUID), or nil.
-func (e WebhookEvent) Contact(m *InboundMessage) *Contact {
+func (e Event) Contact(m *Message) *Contact {
 	for i := range e.Contacts {
 		c := &e.Contacts[i]
 		if (m.From != "" && c.WaID == m.From) || (m.FromUserID != "" && c.UserID == m.FromUserID) {
@@ -90,21 +90,21 @@ func (e WebhookEvent) Contact(m *InboundMessage) *Contact {
 	return nil
 }
 
-// WebhookOption configures a WebhookHandler.
-type WebhookOption func(*WebhookHandler) error
+// Option configures a Handler.
+type Option func(*Handler) error
 
 // WithVerifyToken sets the token that Meta's GET verification challenge
 // must present. Without it every challenge is refused.
-func WithVerifyToken(token string) WebhookOption {
-	return func(h *WebhookHandler) error { h.verifyToken = token; return nil }
+func WithVerifyToken(token string) Option {
+	return func(h *Handler) error { h.verifyToken = token; return nil }
 }
 
 // WithDeduper sets the Deduper that drops redelivered items (default:
 // NewDeduper(100_000, 16 MiB)).
-func WithDeduper(d *Deduper) WebhookOption {
-	return func(h *WebhookHandler) error {
+func WithDeduper(d *Deduper) Option {
+	return func(h *Handler) error {
 		if d == nil {
-			return errors.New("cloudapi: WithDeduper(nil)")
+			return errors.New("webhook: WithDeduper(nil)")
 		}
 		h.dedupe = d
 		return nil
@@ -114,49 +114,57 @@ func WithDeduper(d *Deduper) WebhookOption {
 // OnNotification sets a callback that receives every notification, after
 // de-duplication and before the typed callbacks. It sees everything, so it
 // satisfies the handler's rule that nothing is acknowledged unseen.
-func OnNotification(f func(context.Context, *Notification) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onNotify = f; return nil }
+func OnNotification(f func(context.Context, *Notification) error) Option {
+	return func(h *Handler) error { h.onNotify = f; return nil }
 }
 
 // OnMessage sets the callback for each inbound message (field messages).
-func OnMessage(f func(context.Context, WebhookEvent, *InboundMessage) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onMessage = f; return nil }
+func OnMessage(f func(context.Context, Event, *Message) error) Option {
+	return func(h *Handler) error { h.onMessage = f; return nil }
 }
 
 // OnStatus sets the callback for each status (field messages): sent,
 // delivered, read, played, failed, and call statuses.
-func OnStatus(f func(context.Context, WebhookEvent, *Status) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onStatus = f; return nil }
+func OnStatus(f func(context.Context, Event, *Status) error) Option {
+	return func(h *Handler) error { h.onStatus = f; return nil }
 }
 
 // OnErrors sets the callback for errors not tied to one message
 // (value.errors[] of field messages).
-func OnErrors(f func(context.Context, WebhookEvent, []errcodes.Error) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onErrors = f; return nil }
+func OnErrors(f func(context.Context, Event, []errcodes.Error) error) Option {
+	return func(h *Handler) error { h.onErrors = f; return nil }
 }
 
 // OnTemplateStatus sets the callback for message_template_status_update.
-func OnTemplateStatus(f func(context.Context, WebhookEvent, *TemplateStatusUpdate) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onTemplate = f; return nil }
+func OnTemplateStatus(f func(context.Context, Event, *TemplateStatusUpdate) error) Option {
+	return func(h *Handler) error { h.onTemplate = f; return nil }
 }
 
 // OnQuality sets the callback for phone_number_quality_update (quality
 // rating and messaging-limit changes). See [ApplyTierUpdate] to feed a
 // portfolio's throughput.Tier from it.
-func OnQuality(f func(context.Context, WebhookEvent, *QualityUpdate) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onQuality = f; return nil }
+func OnQuality(f func(context.Context, Event, *QualityUpdate) error) Option {
+	return func(h *Handler) error { h.onQuality = f; return nil }
+}
+
+// OnCapability sets the callback for business_capability_update (the
+// business portfolio's messaging limit and other limits changed). See
+// [ApplyTierUpdate].
+func OnCapability(f func(context.Context, Event, *CapabilityUpdate) error) Option {
+	return func(h *Handler) error { h.onCapability = f; return nil }
 }
 
 // OnOther sets the callback for every change no typed callback took in
 // full: fields without a typed callback (account_update, user_preferences,
 // calls, history, unknown fields, ...), the parts of a messages change whose
 // typed callback is not set, and changes with decoding Problems. The Change
-// keeps its Raw value, so nothing is lost.
-func OnOther(f func(context.Context, WebhookEvent, *Change) error) WebhookOption {
-	return func(h *WebhookHandler) error { h.onOther = f; return nil }
+// keeps its Raw value, so nothing is lost. Problems outside any change (an
+// entry that is not an object, say) arrive as a Change with only Problems.
+func OnOther(f func(context.Context, Event, *Change) error) Option {
+	return func(h *Handler) error { h.onOther = f; return nil }
 }
 
-// WebhookHandler serves Meta's webhook endpoint: the GET verification
+// Handler serves Meta's webhook endpoint: the GET verification
 // challenge, and POSTed notifications checked against X-Hub-Signature-256
 // (401 without it, 403 on mismatch), decoded leniently, de-duplicated (Meta
 // delivers at least once and retries for up to 7 days) and handed to the
@@ -167,41 +175,42 @@ func OnOther(f func(context.Context, WebhookEvent, *Change) error) WebhookOption
 // signed batch that Meta would redeliver for days); 500 when a callback
 // returns an error, so that Meta delivers again; 400 only for a body that is
 // not a JSON object at all. It is safe for concurrent use.
-type WebhookHandler struct {
+type Handler struct {
 	appSecret   string
 	verifyToken string
 	dedupe      *Deduper
 
-	onNotify   func(context.Context, *Notification) error
-	onMessage  func(context.Context, WebhookEvent, *InboundMessage) error
-	onStatus   func(context.Context, WebhookEvent, *Status) error
-	onErrors   func(context.Context, WebhookEvent, []errcodes.Error) error
-	onTemplate func(context.Context, WebhookEvent, *TemplateStatusUpdate) error
-	onQuality  func(context.Context, WebhookEvent, *QualityUpdate) error
-	onOther    func(context.Context, WebhookEvent, *Change) error
+	onNotify     func(context.Context, *Notification) error
+	onMessage    func(context.Context, Event, *Message) error
+	onStatus     func(context.Context, Event, *Status) error
+	onErrors     func(context.Context, Event, []errcodes.Error) error
+	onTemplate   func(context.Context, Event, *TemplateStatusUpdate) error
+	onQuality    func(context.Context, Event, *QualityUpdate) error
+	onCapability func(context.Context, Event, *CapabilityUpdate) error
+	onOther      func(context.Context, Event, *Change) error
 }
 
-// NewWebhookHandler returns a handler that checks signatures with appSecret
+// NewHandler returns a handler that checks signatures with appSecret
 // and hands what Meta posts to the callbacks set by the options.
 //
 // It fails, with an error matching ErrNoAppSecret, for an empty appSecret,
 // and when neither OnNotification nor OnOther is set: without one of them
 // some field would be answered 200 with nobody having seen it.
-func NewWebhookHandler(appSecret string, opts ...WebhookOption) (*WebhookHandler, error) {
+func NewHandler(appSecret string, opts ...Option) (*Handler, error) {
 	if appSecret == "" {
 		return nil, ErrNoAppSecret
 	}
-	h := &WebhookHandler{appSecret: appSecret}
+	h := &Handler{appSecret: appSecret}
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("cloudapi: nil WebhookOption")
+			return nil, errors.New("webhook: nil Option")
 		}
 		if err := o(h); err != nil {
 			return nil, err
 		}
 	}
 	if h.onNotify == nil && h.onOther == nil {
-		return nil, errors.New("cloudapi: webhook handler needs OnNotification or OnOther, so that no field is acknowledged unseen")
+		return nil, errors.New("webhook: handler needs OnNotification or OnOther, so that no field is acknowledged unseen")
 	}
 	if h.dedupe == nil {
 		h.dedupe = NewDeduper(100_000, 16<<20)
@@ -210,7 +219,7 @@ func NewWebhookHandler(appSecret string, opts ...WebhookOption) (*WebhookHandler
 }
 
 // ServeHTTP implements http.Handler.
-func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		q := r.URL.Query()
@@ -222,8 +231,8 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, q.Get("hub.challenge"))
 	case http.MethodPost:
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxWebhookBody+1))
-		if err != nil || len(body) > MaxWebhookBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+		if err != nil || len(body) > MaxBody {
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
@@ -235,7 +244,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bad signature", http.StatusForbidden)
 			return
 		}
-		n, err := ParseNotification(body)
+		n, err := Parse(body)
 		if err != nil {
 			http.Error(w, "malformed notification", http.StatusBadRequest)
 			return
@@ -256,7 +265,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // deliver hands n to the callbacks; the first error stops it.
-func (h *WebhookHandler) deliver(ctx context.Context, n *Notification) error {
+func (h *Handler) deliver(ctx context.Context, n *Notification) error {
 	if len(n.Entry) == 0 && len(n.Problems) == 0 {
 		return nil // nothing new: every item was delivered before
 	}
@@ -265,20 +274,36 @@ func (h *WebhookHandler) deliver(ctx context.Context, n *Notification) error {
 			return err
 		}
 	}
+	inChange := map[*FieldError]bool{}
 	for i := range n.Entry {
 		e := &n.Entry[i]
 		for j := range e.Changes {
 			c := &e.Changes[j]
+			for _, p := range c.Problems {
+				inChange[p] = true
+			}
 			if err := h.deliverChange(ctx, e.ID, c); err != nil {
 				return err
 			}
 		}
 	}
+	// Problems outside any change (an entry that is not an object, changes
+	// that are not an array) still reach OnOther, as a change without a
+	// field.
+	var rest []*FieldError
+	for _, p := range n.Problems {
+		if !inChange[p] {
+			rest = append(rest, p)
+		}
+	}
+	if len(rest) > 0 && h.onOther != nil {
+		return h.onOther(ctx, Event{}, &Change{Problems: rest})
+	}
 	return nil
 }
 
-func (h *WebhookHandler) deliverChange(ctx context.Context, waba string, c *Change) error {
-	ev := WebhookEvent{WABAID: waba, Field: c.Field}
+func (h *Handler) deliverChange(ctx context.Context, waba string, c *Change) error {
+	ev := Event{WABAID: waba, Field: c.Field}
 	if c.Value != nil {
 		ev.Metadata, ev.Contacts = c.Value.Metadata, c.Value.Contacts
 	}
@@ -326,6 +351,10 @@ func (h *WebhookHandler) deliverChange(ctx context.Context, waba string, c *Chan
 		}
 	case c.Quality != nil && h.onQuality != nil:
 		if err := h.onQuality(ctx, ev, c.Quality); err != nil {
+			return err
+		}
+	case c.Capability != nil && h.onCapability != nil:
+		if err := h.onCapability(ctx, ev, c.Capability); err != nil {
 			return err
 		}
 	default:
