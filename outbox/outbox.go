@@ -197,7 +197,7 @@ CREATE TABLE IF NOT EXISTS outbox_items (
 	reason      TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS outbox_items_live ON outbox_items (lane, seq) WHERE state IN ('queued', 'sending');
-CREATE INDEX IF NOT EXISTS outbox_items_due ON outbox_items (due_at) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_seq ON outbox_items (seq);
@@ -251,7 +251,7 @@ CREATE TABLE IF NOT EXISTS outbox_items (
 	reason      TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS outbox_items_live ON outbox_items (lane, seq) WHERE state IN ('queued', 'sending');
-CREATE INDEX IF NOT EXISTS outbox_items_due ON outbox_items (due_at) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';

@@ -73,7 +73,8 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 		return errors.New("outbox: run: nil client")
 	}
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
-		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), seeded: map[string]int64{}}
+		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), seeded: map[string]int64{},
+		batch: int64(max(1, o.cfg.concurrency/8))}
 	o.addRunner(r)
 	defer o.removeRunner(r)
 	return r.run(ctx)
@@ -85,29 +86,37 @@ type runner struct {
 	owner    string
 	inflight map[string]*claimed
 	done     chan finished    // buffered for every send in flight: never blocks
+	flying   atomic.Int64     // len(inflight), for the sends
+	batch    int64            // outcomes that wake Run
 	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
 	renewAt  time.Time
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 
-	sigMu   sync.Mutex         // protects wake and pending
+	sigMu   sync.Mutex         // protects wake, awake and pending
 	wake    context.CancelFunc // ends the current sleep
+	awake   chan struct{}      // closed once the current sleep has ended
 	pending bool               // a signal came while not sleeping
 }
 
 // goer is implemented by clocks that must know of every goroutine taking
-// part in a simulation (internal/simclock): Run starts its sends with it.
+// part in a simulation (simclock): Run starts its sends with it.
 type goer interface{ Go(f func()) }
 
-// signal ends Run's current sleep, or the next one at once.
+// signal ends Run's current sleep, or the next one at once. It returns
+// once Run is awake, so that a simulation clock never sees every
+// goroutine waiting in between (it would jump ahead in time).
 func (r *runner) signal() {
 	r.sigMu.Lock()
-	defer r.sigMu.Unlock()
-	if r.wake != nil {
-		r.wake()
-		r.wake = nil
+	if r.wake == nil {
+		r.pending = true
+		r.sigMu.Unlock()
 		return
 	}
-	r.pending = true
+	wake, awake := r.wake, r.awake
+	r.wake = nil
+	r.sigMu.Unlock()
+	wake()
+	<-awake
 }
 
 // sleep waits d on the clock (d < 0: until signalled), or until signalled
@@ -121,12 +130,14 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) {
 		return
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	r.wake = cancel
+	awake := make(chan struct{})
+	r.wake, r.awake = cancel, awake
 	r.sigMu.Unlock()
 	defer func() {
 		r.sigMu.Lock()
 		r.wake = nil
 		r.sigMu.Unlock()
+		close(awake)
 		cancel()
 	}()
 	clk := r.o.cfg.clock
@@ -170,6 +181,7 @@ func (r *runner) run(ctx context.Context) error {
 			for len(r.inflight) > 0 {
 				f := <-r.done
 				delete(r.inflight, f.it.Key)
+				r.flying.Add(-1)
 			}
 			break
 		}
@@ -317,8 +329,14 @@ func (r *runner) renew(ctx context.Context, now time.Time) error {
 // pickSQL selects up to n due lane heads (locking them, with Postgres,
 // so that other workers skip them).
 func (o *Outbox) pickSQL() string {
+	hint := ""
+	if !o.d.postgres {
+		// Walk the queue in (due_at, seq) order and stop at LIMIT; the
+		// planner would otherwise sort every queued row.
+		hint = " INDEXED BY outbox_items_queued"
+	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane
-		FROM outbox_items i WHERE i.state = 'queued' AND i.due_at <= ?
+		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 			AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ?`
@@ -528,10 +546,16 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 	}
 	for _, it := range items {
 		r.inflight[it.Key] = it
+		r.flying.Add(1)
 		spawn(func() {
 			res, err := r.c.Send(sendCtx, it.From, it.msg)
 			r.done <- finished{it: it, res: res, err: err}
-			r.signal()
+			// Wake Run for a batch of outcomes (recorded in one
+			// transaction, and as many slots refilled), or when nothing
+			// else is in flight.
+			if n := int64(len(r.done)); n >= r.batch || n >= r.flying.Load() {
+				r.signal()
+			}
 		})
 	}
 }
@@ -631,6 +655,7 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	for _, f := range fs {
 		delete(r.inflight, f.it.Key)
+		r.flying.Add(-1)
 	}
 	o.notify(evs)
 	return nil

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/examples/internal/rawsend"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/simclock"
@@ -28,6 +32,13 @@ type Config struct {
 	MPS        int     // the number's throughput
 	Seed       uint64
 	Workers    int
+	// Freshness is the campaign template's freshness deadline, from the
+	// start (0: none): the outbox rejects at enqueue what could not go by
+	// then, and dead-letters what passes it while queued.
+	Freshness time.Duration
+	// OutboxDir holds the outbox's SQLite file ("": a temporary
+	// directory, removed afterwards).
+	OutboxDir string
 }
 
 // Workload is the list a sender is given: campaign entries (with
@@ -61,6 +72,8 @@ type Report struct {
 	Name          string
 	Accepted      int
 	Collapsed     int           // duplicates recognised and not sent
+	Rejected      int           // refused at enqueue (queue or reject)
+	Outbox        *outbox.Stats // the outbox's counts after the run (nil: no outbox)
 	DupsSent      int           // duplicates sent twice to one person
 	Lost          int           // messages that never got through
 	Makespan      time.Duration // until the campaign's last template was accepted
@@ -91,10 +104,16 @@ func userThinks(r *rand.Rand) time.Duration {
 	return 2*time.Second + time.Duration(r.IntN(3000))*time.Millisecond
 }
 
-// RunWapace sends the workload through the wapace client.
+// RunWapace sends the workload through wapace: the campaign through a
+// durable outbox on an embedded SQLite file (enqueued in one transaction,
+// each recipient keyed once, so that a second spelling of the same person
+// stores nothing), dispatched by the outbox's Run through the client; the
+// bots' multi-bubble replies straight through the same client. Both share
+// the number's throughput and the pair limiter.
 func RunWapace(w Workload) (Report, error) {
 	cfg := w.cfg
-	world, err := newWorld(cfg.MPS, nil)
+	pairs := pairlimit.New(pairlimit.Meta)
+	world, err := newWorld(cfg.MPS, nil, cloudapi.WithPairLimiter(pairs))
 	if err != nil {
 		return Report{}, err
 	}
@@ -110,37 +129,71 @@ func RunWapace(w Workload) (Report, error) {
 			firstErr = err
 		}
 	}
-	// Normalise and de-duplicate the list before anything is sent.
-	seen := map[string]bool{}
-	var jobs []string
+
+	dir := cfg.OutboxDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "wapace-campaign"); err != nil {
+			return rep, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var enqueued, settled atomic.Int64
+	enqueuing := atomic.Bool{}
+	enqueuing.Store(true)
+	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "campaign.db"),
+		outbox.WithClock(world.Clock), outbox.WithPairLimiter(pairs), outbox.WithThroughput(cfg.MPS),
+		outbox.WithConcurrency(cfg.Workers),
+		outbox.WithObserver(func(e outbox.Event) {
+			if e.State.Final() && e.State != outbox.StateSending && settled.Add(1) == enqueued.Load() && !enqueuing.Load() {
+				stop() // the whole campaign is settled
+			}
+		}))
+	if err != nil {
+		return rep, err
+	}
+	defer ob.Close()
+
+	wall := time.Now()
+	// Enqueue the list in one transaction: queue or reject, nothing sent yet.
+	tx, err := ob.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return rep, err
+	}
 	for _, to := range w.List {
 		n, err := pairlimit.NormalizeRecipient(to)
 		if err != nil {
+			tx.Rollback()
 			return rep, err
 		}
-		if seen[n] {
-			rep.Collapsed++
-			continue
+		m := cloudapi.Template(to, "winter_sale", "en")
+		m.Category = cloudapi.CategoryMarketing
+		m.IdempotencyKey = "winter_sale:" + n // one per person, whatever the spelling
+		if cfg.Freshness > 0 {
+			m.ExpiresAt = simStart.Add(cfg.Freshness)
 		}
-		seen[n] = true
-		jobs = append(jobs, to)
+		t, err := ob.EnqueueTx(ctx, tx, numberID, m)
+		switch {
+		case err != nil:
+			rep.Rejected++
+		case t.Existing:
+			rep.Collapsed++
+		default:
+			enqueued.Add(1)
+		}
 	}
-	queue := make(chan string, len(jobs))
-	for _, j := range jobs {
-		queue <- j
+	if err := tx.Commit(); err != nil {
+		return rep, err
 	}
-	close(queue)
-	ctx := context.Background()
-	wall := time.Now()
+	enqueuing.Store(false)
+
+	var runErr error
 	world.Clock.Run(func() {
-		for range cfg.Workers {
+		if enqueued.Load() > 0 {
 			world.Clock.Go(func() {
-				for to := range queue {
-					m := cloudapi.Template(to, "winter_sale", "en")
-					m.Category = cloudapi.CategoryMarketing
-					if _, err := world.Client.Send(ctx, numberID, m); err != nil {
-						fail(err)
-					}
+				if err := ob.Run(ctx, world.Client); !errors.Is(err, context.Canceled) {
+					runErr = err
 				}
 			})
 		}
@@ -150,7 +203,7 @@ func RunWapace(w Workload) (Report, error) {
 				world.Clock.Sleep(time.Duration(r.IntN(60_000)) * time.Millisecond)
 				for round := range cfg.Rounds {
 					asked := world.Clock.Now()
-					rs, err := world.Client.SendBurst(ctx, numberID, bubbles(user, round)...)
+					rs, err := world.Client.SendBurst(context.Background(), numberID, bubbles(user, round)...)
 					if err != nil {
 						fail(err)
 						return
@@ -164,6 +217,15 @@ func RunWapace(w Workload) (Report, error) {
 		}
 	})
 	rep.Wall = time.Since(wall)
+	if runErr != nil {
+		return rep, runErr
+	}
+	st, err := ob.Snapshot(context.Background())
+	if err != nil {
+		return rep, err
+	}
+	rep.Outbox = &st
+	rep.Lost += st.Counts[outbox.StateQueued] + st.Counts[outbox.StateSending] + st.Counts[outbox.StateFailed] + st.Counts[outbox.StateSubmittedUnknown]
 	fillFromServer(&rep, world.Meta, cfg.MPS)
 	return rep, firstErr
 }
@@ -301,6 +363,26 @@ func Print(out io.Writer, cfg Config, rs ...Report) {
 	row("achieved rate (msg/s)", func(r Report) string { return fmt.Sprintf("%.2f", r.Rate()) })
 	row("worst wait of a bot reply", func(r Report) string { return r.WorstPairWait.Round(10 * time.Millisecond).String() })
 	row("wall time", func(r Report) string { return r.Wall.Round(time.Millisecond).String() })
+	outboxRow := func(label string, f func(outbox.Stats) int) {
+		row(label, func(r Report) string {
+			if r.Outbox == nil {
+				return "-"
+			}
+			return fmt.Sprint(f(*r.Outbox))
+		})
+	}
+	fmt.Fprintf(out, "\nThe campaign through the outbox (embedded SQLite; the bots' replies go straight through the client):\n")
+	row("rejected at enqueue", func(r Report) string {
+		if r.Outbox == nil {
+			return "-"
+		}
+		return fmt.Sprint(r.Rejected)
+	})
+	outboxRow("queued (left)", func(s outbox.Stats) int { return s.Counts[outbox.StateQueued] + s.Counts[outbox.StateSending] })
+	outboxRow("accepted", func(s outbox.Stats) int { return s.Counts[outbox.StateAccepted] })
+	outboxRow("submitted_unknown", func(s outbox.Stats) int { return s.Counts[outbox.StateSubmittedUnknown] })
+	outboxRow("expired", func(s outbox.Stats) int { return s.Counts[outbox.StateExpired] })
+	outboxRow("dead-lettered (expired + failed)", func(s outbox.Stats) int { return s.DeadLetters })
 }
 
 // Check reports whether the wapace run met its promises.
@@ -308,6 +390,9 @@ func Check(r Report) error {
 	var errs []string
 	if r.PairRefusals != 0 || r.NumRefusals != 0 {
 		errs = append(errs, fmt.Sprintf("%d 131056 and %d 130429 answers", r.PairRefusals, r.NumRefusals))
+	}
+	if r.Rejected != 0 {
+		errs = append(errs, fmt.Sprintf("%d rejected at enqueue", r.Rejected))
 	}
 	if r.Lost != 0 || r.DupsSent != 0 {
 		errs = append(errs, fmt.Sprintf("%d lost, %d duplicates sent", r.Lost, r.DupsSent))

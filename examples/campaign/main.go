@@ -1,6 +1,6 @@
 // Command campaign is wapace's main job: one business number sends a
 // template to a list of recipients (some listed twice in different
-// spellings) while bots hold quick conversations with multi-bubble replies,
+// spellings) through a durable outbox on an embedded SQLite file, while bots hold quick conversations with multi-bubble replies,
 // against a fake Meta on simulated time. It prints what wapace achieved and
 // what a naive sender achieves on the same workload, and exits non-zero if
 // wapace drew a single 131056 or 130429, lost or duplicated a message, or
@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 )
 
 func main() {
@@ -21,11 +22,13 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 4, "three-bubble bot replies per conversation")
 	flag.IntVar(&cfg.MPS, "mps", 80, "the number's throughput in messages per second (80, 1000 or 20)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the workload")
-	flag.IntVar(&cfg.Workers, "workers", 64, "sending goroutines")
+	flag.IntVar(&cfg.Workers, "workers", 64, "sends in flight at once")
+	flag.DurationVar(&cfg.Freshness, "fresh", 30*time.Minute, "the campaign template's freshness deadline, from the start")
+	flag.StringVar(&cfg.OutboxDir, "outbox", "", "directory for the outbox's SQLite file (default: a temporary one)")
 	naive := flag.Bool("naive", true, "also run the naive sender for comparison")
 	flag.Parse()
-	if cfg.Recipients < 1 || cfg.MPS < 1 || cfg.Workers < 1 || cfg.Bots < 0 || cfg.Rounds < 0 || cfg.Dups < 0 || cfg.Dups > 1 {
-		fmt.Fprintln(os.Stderr, "campaign: -n, -mps and -workers must be positive; -dups between 0 and 1")
+	if cfg.Recipients < 1 || cfg.MPS < 1 || cfg.Workers < 1 || cfg.Bots < 0 || cfg.Rounds < 0 || cfg.Dups < 0 || cfg.Dups > 1 || cfg.Freshness <= 0 {
+		fmt.Fprintln(os.Stderr, "campaign: -n, -mps, -workers and -fresh must be positive; -dups between 0 and 1")
 		os.Exit(2)
 	}
 
