@@ -62,6 +62,15 @@ type finished struct {
 // allows. Right before each attempt it calls the Revalidate hook and, with
 // WithServiceWindow, checks the window (131047) without spending anything.
 //
+// Outcomes are recorded in batches: Run wakes when an eighth of
+// WithConcurrency's sends have finished, or all of them, or at its next
+// due instant (at the latest a third of the lease). A crash before an
+// outcome is recorded leaves the item submitted_unknown, never lost.
+//
+// Run works on any clock.Clock, including a discrete-event simulation
+// clock that offers SleepContext and Go (package simclock): it waits only
+// through the clock and starts its sends with the clock's Go.
+//
 // When ctx ends, requests in flight get WithStopGrace to finish before
 // they are cancelled; an item cancelled before its request was written
 // goes back to queued.

@@ -1,7 +1,8 @@
 // Command campaign is wapace's main job: one business number sends a
 // template to a list of recipients (some listed twice in different
-// spellings) through a durable outbox on an embedded SQLite file, while bots hold quick conversations with multi-bubble replies,
-// against a fake Meta on simulated time. It prints what wapace achieved and
+// spellings) through a durable outbox on an embedded SQLite file, while
+// bots hold quick conversations with multi-bubble replies, against a fake
+// Meta on simulated time. It prints what wapace achieved and
 // what a naive sender achieves on the same workload, and exits non-zero if
 // wapace drew a single 131056 or 130429, lost or duplicated a message, or
 // ran more than 2 % slower than the number allows.
