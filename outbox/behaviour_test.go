@@ -229,6 +229,18 @@ func TestUnknownReconcileAndResend(t *testing.T) {
 		if it.Resends != 1 {
 			t.Fatalf("b resends %d (%v)", it.Resends, it.State)
 		}
+		if it.State != outbox.StateAccepted {
+			t.Fatalf("b after its resend: %v (%s)", it.State, it.Reason)
+		}
+		var resent []string
+		for _, r := range meta.Requests() {
+			if r.Accepted {
+				resent = append(resent, r.CallbackData)
+			}
+		}
+		if len(resent) != 1 || resent[0] != b.Key+"#r1" {
+			t.Fatalf("accepted requests %q, want the resend of b", resent)
+		}
 		found := false
 		for _, tr := range it.History {
 			if tr.State == outbox.StateQueued && tr.Reason != "" {

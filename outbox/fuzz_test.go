@@ -70,3 +70,13 @@ func TestStateNames(t *testing.T) {
 		t.Error("out-of-range states")
 	}
 }
+
+func TestResendKeys(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"k", "k"}, {"k#r1", "k"}, {"k#r12", "k"}, {"k#r", "k#r"}, {"k#rx", "k#rx"}, {"a#r1#r2", "a#r1"}, {resendKey("order#r", 3), "order#r"},
+	} {
+		if got := baseKey(tc.in); got != tc.want {
+			t.Errorf("baseKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

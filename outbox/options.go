@@ -235,7 +235,11 @@ func WithPairLimiter(l *pairlimit.Limiter) Option {
 
 // WithResend sets the policy for items left submitted_unknown (default:
 // never resend). Each resend is recorded as a transition with its reason
-// and counted in Item.Resends.
+// and counted in Item.Resends; its request carries the key with a "#rN"
+// suffix (N the resend's number) as idempotency key and
+// biz_opaque_callback_data, so that the Client does not refuse it as a
+// duplicate and status webhooks name the attempt (Reconcile maps it back).
+// The user may then receive the message twice: that is the policy's risk.
 func WithResend(p ResendPolicy) Option {
 	return func(c *config) error {
 		if p.After < 0 || p.Max < 0 || (p.After > 0 && p.Max < 1) {

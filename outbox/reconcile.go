@@ -88,6 +88,10 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s we
 	}
 	var key, st, wamid string
 	err := tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE ikey = ?`), s.CallbackData).Scan(&key, &st, &wamid)
+	if err != nil && baseKey(s.CallbackData) != s.CallbackData {
+		// A resend's key.
+		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE ikey = ?`), baseKey(s.CallbackData)).Scan(&key, &st, &wamid)
+	}
 	if err != nil && s.ID != "" {
 		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE wamid = ?`), s.ID).Scan(&key, &st, &wamid)
 	}

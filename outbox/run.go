@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -557,7 +558,13 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.inflight[it.Key] = it
 		r.flying.Add(1)
 		spawn(func() {
-			res, err := r.c.Send(sendCtx, it.From, it.msg)
+			m := it.msg
+			if it.Resends > 0 {
+				// A resend is a new request: the Client (which remembers
+				// the keys it sent) and the status webhooks tell it apart.
+				m.IdempotencyKey = resendKey(it.Key, it.Resends)
+			}
+			res, err := r.c.Send(sendCtx, it.From, m)
 			r.done <- finished{it: it, res: res, err: err}
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
@@ -816,4 +823,22 @@ func (r *runner) seedLane(ctx context.Context, tx *sql.Tx, it *claimed) error {
 		r.seeded[it.lane] = at
 	}
 	return nil
+}
+
+// resendKey is the idempotency key (and biz_opaque_callback_data) of the
+// n-th resend of the item keyed key.
+func resendKey(key string, n int) string { return key + "#r" + strconv.Itoa(n) }
+
+// baseKey strips a resend suffix from a key.
+func baseKey(k string) string {
+	i := strings.LastIndex(k, "#r")
+	if i < 0 || i+2 == len(k) {
+		return k
+	}
+	for _, c := range k[i+2:] {
+		if c < '0' || c > '9' {
+			return k
+		}
+	}
+	return k[:i]
 }
