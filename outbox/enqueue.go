@@ -213,7 +213,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, o.q(`INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at)
-		VALUES (?, `+o.nextSeq()+`, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) ON CONFLICT (ikey) DO NOTHING`),
+		VALUES (?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) ON CONFLICT (ikey) DO NOTHING`),
 		key, lane, from, to, string(m.Kind()), string(body), nanos(now), nanos(now), nanos(m.ExpiresAt), nanos(now))
 	if err != nil {
 		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)

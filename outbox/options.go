@@ -239,7 +239,8 @@ func WithPairLimiter(l *pairlimit.Limiter) Option {
 // suffix (N the resend's number) as idempotency key and
 // biz_opaque_callback_data, so that the Client does not refuse it as a
 // duplicate and status webhooks name the attempt (Reconcile maps it back).
-// The user may then receive the message twice: that is the policy's risk.
+// A resent item waits behind every other item of its lane. The user may
+// then receive the message twice: that is the policy's risk.
 func WithResend(p ResendPolicy) Option {
 	return func(c *config) error {
 		if p.After < 0 || p.Max < 0 || (p.After > 0 && p.Max < 1) {

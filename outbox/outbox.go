@@ -200,9 +200,8 @@ CREATE INDEX IF NOT EXISTS outbox_items_live ON outbox_items (lane, seq) WHERE s
 CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
-CREATE INDEX IF NOT EXISTS outbox_items_seq ON outbox_items (seq);
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
-CREATE INDEX IF NOT EXISTS outbox_items_state ON outbox_items (state, state_at);
+CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
 	ikey   TEXT NOT NULL,
@@ -255,7 +254,7 @@ CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHE
 CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
-CREATE INDEX IF NOT EXISTS outbox_items_state ON outbox_items (state, state_at);
+CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     BIGSERIAL PRIMARY KEY,
 	ikey   TEXT NOT NULL,
@@ -319,7 +318,10 @@ func (o *Outbox) q(query string) string {
 	return b.String()
 }
 
-// nextSeq is the SQL expression of the next lane sequence number.
+// nextSeq is the SQL expression of the lane sequence number of a resent
+// item. A lane is ordered by (seq, id): new items have seq 0, so they keep
+// their insertion order, and a resent item goes behind every other item of
+// its lane. (Rare: SQLite's MAX has no index to use.)
 func (o *Outbox) nextSeq() string {
 	if o.d.postgres {
 		return "nextval('outbox_seq')"

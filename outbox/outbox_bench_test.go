@@ -116,3 +116,28 @@ func BenchmarkPostgres4Workers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSQLiteEnqueue is Enqueue alone (no Run), one message per
+// transaction: the floor under the enqueue latency above.
+func BenchmarkSQLiteEnqueue(b *testing.B) {
+	ctx := context.Background()
+	o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), outbox.WithThroughput(1_000_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer o.Close()
+	lat := make([]time.Duration, 0, b.N)
+	cpu0 := cpuTime()
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := o.Enqueue(ctx, from, cloudapi.Text(fmt.Sprintf("+1%010d", i), "benchmark")); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		i++
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(len(lat)), "cpu-µs/msg")
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
