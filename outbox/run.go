@@ -31,10 +31,11 @@ var runs atomic.Int64
 // claimed is an item a Run owns.
 type claimed struct {
 	Item
-	id   int64
-	lane string
-	msg  cloudapi.Message
-	pair pairlimit.Pair
+	id        int64
+	lane      string
+	otherSent int64 // Postgres: the lane's latest send by another worker
+	msg       cloudapi.Message
+	pair      pairlimit.Pair
 }
 
 // finished is a send's outcome.
@@ -345,7 +346,14 @@ func (o *Outbox) pickSQL() string {
 		// planner would otherwise sort every queued row.
 		hint = " INDEXED BY outbox_items_queued"
 	}
-	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane
+	// With Postgres, the lane's latest send by another worker, to seed
+	// the pair limiter (seedLane).
+	other := `0`
+	if o.d.postgres {
+		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
+			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? ORDER BY s.sent_at DESC LIMIT 1), 0)`
+	}
+	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 			AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
@@ -399,7 +407,11 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 			return nil, fmt.Errorf("outbox: run: resending: %w", err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, o.pickSQL(), nanos(now), n)
+	pickArgs := []any{nanos(now), n}
+	if o.d.postgres {
+		pickArgs = []any{r.owner, nanos(now), n}
+	}
+	rows, err := tx.QueryContext(ctx, o.pickSQL(), pickArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
@@ -411,7 +423,7 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		var id int64
 		var body string
 		var enq, exp int64
-		if err := rows.Scan(&id, &it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane); err != nil {
+		if err := rows.Scan(&id, &it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane, &it.otherSent); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
@@ -587,9 +599,7 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	// Known waits: the pair's debt or hold, the number's hold. The lane
 	// waits on the clock holding no send.
 	if !it.pair.IsZero() {
-		if err := r.seedLane(ctx, tx, it); err != nil {
-			return nil, false, err
-		}
+		r.seedLane(it)
 	}
 	ready := now
 	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
@@ -803,26 +813,15 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 // seedLane, with Postgres, feeds the pair limiter the lane's latest send
 // by another worker, so that a lane taken over from another worker keeps
 // its pace.
-func (r *runner) seedLane(ctx context.Context, tx *sql.Tx, it *claimed) error {
+func (r *runner) seedLane(it *claimed) {
 	o := r.o
 	if !o.d.postgres || o.cfg.pairs == nil {
-		return nil
+		return
 	}
-	var at int64
-	var owner string
-	err := tx.QueryRowContext(ctx, o.q(`SELECT sent_at, owner FROM outbox_items WHERE lane = ? AND sent_at > 0 AND ikey <> ?
-		AND state NOT IN ('queued', 'expired') ORDER BY sent_at DESC LIMIT 1`), it.lane, it.Key).Scan(&at, &owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if owner != r.owner && at > r.seeded[it.lane] {
+	if at := it.otherSent; at > 0 && at > r.seeded[it.lane] {
 		o.cfg.pairs.ReserveN(fromNanos(at), it.pair, 1)
 		r.seeded[it.lane] = at
 	}
-	return nil
 }
 
 // resendKey is the idempotency key (and biz_opaque_callback_data) of the
