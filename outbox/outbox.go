@@ -274,6 +274,9 @@ BEGIN
 	IF TG_OP = 'INSERT' OR NEW.state <> OLD.state THEN
 		INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (NEW.ikey, NEW.state_at, NEW.state, NEW.reason);
 	END IF;
+	IF TG_OP = 'INSERT' OR (OLD.state = 'sending' AND NEW.state <> 'sending') OR NEW.state = 'queued' THEN
+		PERFORM pg_notify('wapace_outbox', '');
+	END IF;
 	RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF state ON outbox_items

@@ -169,6 +169,8 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancelSends()
 	dbCtx := context.WithoutCancel(ctx)
 
+	stopListening := r.listen(ctx)
+	defer stopListening()
 	err := r.seedPairs(ctx, clk.Now())
 	for err == nil && ctx.Err() == nil {
 		now := clk.Now()
