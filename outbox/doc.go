@@ -48,9 +48,11 @@
 // outside it (131047) before anything is spent.
 //
 // Run wakes at the next due instant on the injected clock (a lane held by
-// its pair's debt or a 4^X hold, a deadline, a lease), on an enqueue, or
-// when a send ends; it keeps no goroutine per item, and starts no
-// goroutine outside Run.
+// its pair's debt or a 4^X hold, a deadline, a lease), on an enqueue, when
+// sends end, and with Postgres on other workers' notifications (LISTEN);
+// it keeps no goroutine per item (one per send in flight, at most
+// WithConcurrency, plus the Postgres listener), and starts no goroutine
+// outside Run: all of them end before Run returns.
 //
 // # Errors
 //

@@ -165,9 +165,11 @@ func WithLease(d time.Duration) Option {
 
 // WithIdleWake makes Run look for work it was not told about (items
 // enqueued by another process, or in a transaction committed after
-// EnqueueTx) at least every d on the Outbox's clock. Run otherwise wakes
-// only at due instants and on this Outbox's own enqueues. The default is
-// 1 s for Postgres (several workers) and 0 (never) for SQLite.
+// EnqueueTx without Wake) at least every d on the Outbox's clock. Run
+// otherwise wakes only at due instants, on this Outbox's own enqueues and,
+// with Postgres, on the notifications of other workers (LISTEN: an item
+// inserted, a send finished). The default is 1 s for Postgres (a safety
+// net for lost notifications) and 0 (never) for SQLite.
 func WithIdleWake(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {

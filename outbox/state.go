@@ -74,7 +74,8 @@ type Ticket struct {
 	// EnqueuedAt is when the item was stored.
 	EnqueuedAt time.Time
 	// EstimatedAt is the estimated send instant: when the lane and the
-	// number should let it go, from the queue's depth at enqueue.
+	// number should let it go, from the queue's depth at enqueue (zero
+	// when the key already existed).
 	EstimatedAt time.Time
 	// ExpiresAt is the item's freshness deadline (zero for none).
 	ExpiresAt time.Time
