@@ -303,3 +303,104 @@ func TestServiceWindowAndRevalidate(t *testing.T) {
 }
 
 func itoa(n int64) string { return fmtInt(n) }
+
+// An item claimed by a worker that died mid-request becomes
+// submitted_unknown once its lease ends, and is never sent again; the rest
+// of its lane goes on.
+func TestDeadClaimBecomesUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pairs := pairlimit.New(pairlimit.Meta)
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithLease(time.Minute))
+		a, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a"))
+		b, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "b"))
+		// Another worker claimed a and died: its lease ends in 30 s.
+		if _, err := o.DB().ExecContext(t.Context(), `UPDATE outbox_items SET state = 'sending', owner = 'dead', lease_until = ?, sent_at = ? WHERE ikey = ?`,
+			time.Now().Add(30*time.Second).UnixNano(), time.Now().UnixNano(), a.Key); err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		runFor(t, o, c, 20*time.Second)
+		if it := mustGet(t, o, b.Key); it.State != outbox.StateQueued {
+			t.Fatalf("b went before a's claim ended: %v", it.State)
+		}
+		runFor(t, o, c, time.Minute)
+		ia := mustGet(t, o, a.Key)
+		if ia.State != outbox.StateSubmittedUnknown || ia.Reason == "" {
+			t.Fatalf("a: %v %q", ia.State, ia.Reason)
+		}
+		if ib := mustGet(t, o, b.Key); ib.State != outbox.StateAccepted {
+			t.Fatalf("b: %v %q", ib.State, ib.Reason)
+		}
+		for _, r := range meta.Requests() {
+			if r.CallbackData == a.Key {
+				t.Fatal("a was sent again")
+			}
+		}
+	})
+}
+
+// A lane whose pair is in debt waits on the clock holding no send, and
+// never delays another lane.
+func TestHeldLaneHoldsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pairs := pairlimit.New(pairlimit.Meta)
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithConcurrency(1))
+		p, _ := pairlimit.NewPair(from, recipient(1))
+		pairs.ReserveN(time.Now(), p, 10) // the pair owes 60 s
+		a, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a"))
+		var others []string
+		for i := 2; i < 6; i++ {
+			tk, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(i), "x"))
+			others = append(others, tk.Key)
+		}
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		runFor(t, o, c, 5*time.Second) // one send at a time: a would block them all
+		for _, k := range others {
+			if it := mustGet(t, o, k); it.State != outbox.StateAccepted {
+				t.Fatalf("%s: %v", k, it.State)
+			}
+		}
+		if it := mustGet(t, o, a.Key); it.State != outbox.StateQueued {
+			t.Fatalf("a: %v", it.State)
+		}
+		runFor(t, o, c, time.Minute)
+		if it := mustGet(t, o, a.Key); it.State != outbox.StateAccepted {
+			t.Fatalf("a after its pair's debt: %v", it.State)
+		}
+		if n := meta.Count(errcodes.PairRateLimit); n != 0 {
+			t.Fatalf("%d x 131056", n)
+		}
+	})
+}
+
+// The window is checked again right before sending: a free-form message
+// whose window closed while it was queued fails with 131047 unsent.
+func TestWindowClosesWhileQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t, outbox.WithServiceWindow(outbox.DefaultServiceWindow))
+		body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"1","phone_number_id":"` + from + `"},"messages":[{"from":"237690000001","id":"wamid.in","timestamp":"` + itoa(time.Now().Unix()) + `","type":"text","text":{"body":"hello"}}]}}]}]}`)
+		n, err := webhook.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Reconcile(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(25 * time.Hour)
+		runFor(t, o, newClient(t, meta), time.Minute)
+		it := mustGet(t, o, tk.Key)
+		if it.State != outbox.StateFailed || it.Code != int(errcodes.ReEngagement) {
+			t.Fatalf("%v %d %q", it.State, it.Code, it.Reason)
+		}
+		if len(meta.Requests()) != 0 {
+			t.Fatal("sent outside the window")
+		}
+	})
+}

@@ -233,7 +233,7 @@ func (r *runner) step(ctx, sendCtx context.Context, now time.Time) (bool, error)
 	if free <= 0 {
 		return false, nil
 	}
-	items, err := r.sweepAndClaim(ctx, now, free)
+	items, picked, err := r.sweepAndClaim(ctx, now, free)
 	if err != nil {
 		return false, err
 	}
@@ -241,7 +241,9 @@ func (r *runner) step(ctx, sendCtx context.Context, now time.Time) (bool, error)
 		r.renewAt = now.Add(r.o.cfg.lease / 3)
 	}
 	r.start(sendCtx, items)
-	return len(items) == free, nil
+	// A full pick may have left due lanes unpicked, even if the picked
+	// ones were held or dropped rather than sent: pick again at once.
+	return picked == free, nil
 }
 
 // drain records the sends that have finished, without waiting.
@@ -371,11 +373,11 @@ func (o *Outbox) pickSQL() string {
 // the policy are queued again; then up to n due lane heads are picked and
 // checked (known waits, deadline, service window, revalidation), and those
 // that may go now are claimed: sending, owned by this Run under a lease.
-func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*claimed, error) {
+func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items []*claimed, picked int, err error) {
 	o := r.o
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: run: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: %w", err)
 	}
 	defer tx.Rollback()
 	var evs []Event
@@ -393,12 +395,12 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 	const dead = "claimed by a worker whose lease ended mid-send: outcome unknown, not resent"
 	if err := sweep(StateSubmittedUnknown, dead, `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
 		WHERE state = 'sending' AND owner <> ? AND lease_until < ? RETURNING ikey`, nanos(now), dead, r.owner, nanos(now)); err != nil {
-		return nil, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
 	}
 	const late = "freshness deadline passed while queued"
 	if err := sweep(StateExpired, late, `UPDATE outbox_items SET state = 'expired', state_at = ?, reason = ?
 		WHERE state = 'queued' AND expires_at > 0 AND expires_at <= ? RETURNING ikey`, nanos(now), late, nanos(now)); err != nil {
-		return nil, fmt.Errorf("outbox: run: expiring: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: expiring: %w", err)
 	}
 	if p := o.cfg.resend; p.After > 0 {
 		why := fmt.Sprintf("resend policy: no status webhook within %v of an unknown outcome", p.After)
@@ -406,7 +408,7 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 			due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 			AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`,
 			nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
-			return nil, fmt.Errorf("outbox: run: resending: %w", err)
+			return nil, 0, fmt.Errorf("outbox: run: resending: %w", err)
 		}
 	}
 	pickArgs := []any{nanos(now), n}
@@ -415,9 +417,9 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 	}
 	rows, err := tx.QueryContext(ctx, o.pickSQL(), pickArgs...)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
-	var picked []*claimed
+	var picks []*claimed
 	var ids []any
 	var bad []string
 	for rows.Next() {
@@ -427,7 +429,7 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		var enq, exp int64
 		if err := rows.Scan(&id, &it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane, &it.otherSent); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		it.id = id
 		it.State, it.EnqueuedAt, it.ExpiresAt, it.UpdatedAt = StateQueued, fromNanos(enq), fromNanos(exp), now
@@ -438,24 +440,23 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		if it.To != "" {
 			it.pair, _ = pairlimit.NewPair(it.From, it.To)
 		}
-		picked = append(picked, it)
+		picks = append(picks, it)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
 	rows.Close()
 	for _, k := range bad {
 		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		evs = append(evs, e...)
 	}
-	var items []*claimed
-	for _, it := range picked {
+	for _, it := range picks {
 		e, send, err := r.check(ctx, tx, now, it)
 		if err != nil {
-			return nil, fmt.Errorf("outbox: run: %w", err)
+			return nil, 0, fmt.Errorf("outbox: run: %w", err)
 		}
 		evs = append(evs, e...)
 		if send {
@@ -469,7 +470,7 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		args := append([]any{r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now)}, ids...)
 		if _, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
 			attempts = attempts + 1, reason = '' WHERE id IN (`+marks+`)`), args...); err != nil {
-			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		keys := make([]string, len(items))
 		for i, it := range items {
@@ -478,10 +479,10 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		evs = append(evs, events(now, StateSending, "", keys...)...)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("outbox: run: %w", err)
+		return nil, 0, fmt.Errorf("outbox: run: %w", err)
 	}
 	o.notify(evs)
-	return items, nil
+	return items, len(picks) + len(bad), nil
 }
 
 func queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
