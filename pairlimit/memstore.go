@@ -65,16 +65,16 @@ type memShard struct {
 type pairTable struct {
 	from   uint64
 	slots  []slot
-	live   int                 // occupied slots
-	limit  int                 // rebuild when live reaches it
-	cursor int                 // next slot the incremental sweep examines
-	clk    int64               // the clock when last read by the sweep
+	live   int   // occupied slots
+	limit  int   // rebuild when live reaches it
+	cursor int   // next slot the incremental sweep examines
+	clk    int64 // the clock when last read by the sweep
 	// minDue is at most every Due in the table, so that a sweep that could
 	// find nothing expired costs nothing; passMin and passWrote gather the
 	// next value during a pass of the sweep.
 	minDue, passMin, passWrote int64
-	ops    uint32              // calls since the last sweep step
-	holds  map[uint64]holdInfo // recipients with a 131056 count or hold
+	ops                        uint32              // calls since the last sweep step
+	holds                      map[uint64]holdInfo // recipients with a 131056 count or hold
 }
 
 // slot is one pair's state; key 0 is empty.

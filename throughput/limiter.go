@@ -127,7 +127,7 @@ const MaxMPS = 10_000
 // The zero Limiter is ready to use: it admits [Default] messages per second
 // on the real clock, as New(Default) does.
 type Limiter struct {
-	once  sync.Once // initialises a zero Limiter
+	once     sync.Once // initialises a zero Limiter
 	clock    clock.Clock
 	opts     options
 	b        memBucket   // the bucket when opts.store is nil
