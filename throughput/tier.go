@@ -44,11 +44,11 @@ type Tier struct {
 	clock clock.Clock
 	opts  options
 
-	mu    sync.Mutex       // protects the fields below
-	limit int              // set by NewTier or SetLimit
-	last  u64map           // recipient -> unix ns of its latest admitted send
-	queue []tierEntry      // admissions in time order; entries superseded by a later send are stale
-	head  int              // first live index of queue
+	mu    sync.Mutex  // protects the fields below
+	limit int         // set by NewTier or SetLimit
+	last  u64map      // recipient -> unix ns of its latest admitted send
+	queue []tierEntry // admissions in time order; entries superseded by a later send are stale
+	head  int         // first live index of queue
 }
 
 type tierEntry struct {
