@@ -162,6 +162,7 @@ func BenchmarkGrowthLatency(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[n/2]), "p50-ns")
 			b.ReportMetric(float64(lat[n-n/1000]), "p99.9-ns")
+			b.ReportMetric(float64(lat[n-n/100000]), "p99.999-ns")
 			b.ReportMetric(float64(lat[n-1]), "max-ns")
 		})
 	}

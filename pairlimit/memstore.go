@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +21,8 @@ import (
 // garbage collector nothing to scan.
 //
 // Memory is spent only on pairs that still owe or carry a recent 131056
-// ([State.Expired]): when a table fills to 80 %, it is rebuilt without the
-// expired states, at a size that leaves it 64 % full. A rebuild touches one
+// ([State.Expired]): when a table fills to 85 %, it is rebuilt without the
+// expired states, at a size that leaves it 70 % full. A rebuild touches one
 // shard's table only (a thousandth of the pairs), which bounds the pause of
 // the call that triggers it. The "now" that expiry is judged at is the
 // earlier of the latest instant a call was asked at and the store's clock,
@@ -42,9 +43,10 @@ type MemoryStore struct {
 const (
 	shardBits = 10
 	memShards = 1 << shardBits
-	// Tables are rebuilt at 80 % full, to 64 % full.
-	loadNum, loadDen     = 4, 5
-	targetNum, targetDen = 16, 25
+	// Tables are rebuilt at 85 % full, to 70 % full (more when the
+	// allocation's size class leaves room).
+	loadNum, loadDen     = 17, 20
+	targetNum, targetDen = 7, 10
 	minSlots             = 8
 	// failMemory is how long a pair's count of consecutive 131056 answers
 	// is kept once its hold has passed with no further send.
@@ -290,7 +292,9 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	}
 	need += live - tb.live
 	n := max(need*targetDen/targetNum+1, minSlots)
-	tb.slots = make([]slot, n)
+	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
+	n = cap(tb.slots)
+	tb.slots = tb.slots[:n]
 	tb.live, tb.cursor = 0, 0
 	tb.limit = n * loadNum / loadDen
 	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
