@@ -37,6 +37,7 @@ type MemoryStore struct {
 	seed   uint64
 	rot    atomic.Uint32 // the next shard a cross-shard sweep visits
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
+	_      [24]byte      // shards start on a cache line
 	shards [memShards]memShard
 }
 
@@ -53,30 +54,40 @@ const (
 	failMemory = 15 * time.Minute
 )
 
+// memShard is one shard: its lock and bookkeeping in the first cache
+// line, then, inline, the table of the first business number it saw, whose
+// hot fields fill the second line, so that a call on a one-number limiter
+// touches two adjacent lines before its slot.
 type memShard struct {
 	mu   sync.Mutex
-	last *pairTable            // the table used last; protected by mu
-	tabs map[uint64]*pairTable // by business number; protected by mu
 	now  int64                 // latest instant a call was asked at; protected by mu
 	seq  uint32                // last reservation ID; protected by mu
 	ops  uint32                // calls since the last cross-shard sweep; protected by mu
-	_    [24]byte              // one cache line per shard
+	last *pairTable            // the table used last; protected by mu
+	tabs map[uint64]*pairTable // by business number; protected by mu
+	_    [24]byte
+	own  pairTable // the first table; protected by mu
+	_    [32]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
 type pairTable struct {
-	from   uint64
-	slots  []slot
-	live   int   // occupied slots
-	limit  int   // rebuild when live reaches it
-	cursor int   // next slot the incremental sweep examines
-	clk    int64 // the clock when last read by the sweep
+	// Hot: one cache line.
+	from  uint64
+	slots []slot
+	live  int32  // occupied slots
+	limit int32  // rebuild when live reaches it
+	ops   uint32 // calls since the last sweep step
+	_     uint32
 	// minDue is at most every Due in the table, so that a sweep that could
-	// find nothing expired costs nothing; passMin and passWrote gather the
+	// find nothing expired costs nothing; passWrote and passMin gather the
 	// next value during a pass of the sweep.
-	minDue, passMin, passWrote int64
-	ops                        uint32              // calls since the last sweep step
-	holds                      map[uint64]holdInfo // recipients with a 131056 count or hold
+	minDue, passWrote int64
+
+	passMin int64
+	cursor  int                 // next slot the incremental sweep examines
+	clk     int64               // the clock when last read by the sweep
+	holds   map[uint64]holdInfo // recipients with a 131056 count or hold
 }
 
 // slot is one pair's state; key 0 is empty.
@@ -182,7 +193,7 @@ func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64) (*pairTable, *slot) {
 		return tb, &tb.slots[i]
 	}
 	if tb.live >= tb.limit {
-		m.rebuild(sh, tb, tb.live+1)
+		m.rebuild(sh, tb, int(tb.live)+1)
 		i, _ = tb.slotOf(p.to, hb)
 	}
 	tb.live++
@@ -207,18 +218,30 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64) *pairTable {
 				break
 			}
 			if tb.live == 0 || len(tb.slots) <= 64 && tb.allExpired(now) {
-				delete(sh.tabs, k)
-				if sh.last == tb {
-					sh.last = nil
-				}
+				sh.drop(k, tb)
 			}
 		}
 	}
-	tb := &pairTable{from: from, clk: m.clock.Now().UnixNano(),
+	tb := &sh.own
+	if tb.slots != nil || tb.from != 0 {
+		tb = new(pairTable)
+	}
+	*tb = pairTable{from: from, clk: m.clock.Now().UnixNano(),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
 	sh.tabs[from] = tb
 	sh.last = tb
 	return tb
+}
+
+// drop forgets table tb of number from. Called with sh.mu held.
+func (sh *memShard) drop(from uint64, tb *pairTable) {
+	delete(sh.tabs, from)
+	if sh.last == tb {
+		sh.last = nil
+	}
+	if tb == &sh.own {
+		sh.own = pairTable{}
+	}
 }
 
 func (tb *pairTable) state(s *slot) State {
@@ -290,13 +313,13 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		}
 		live++
 	}
-	need += live - tb.live
+	need += live - int(tb.live)
 	n := max(need*targetDen/targetNum+1, minSlots)
 	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
 	n = cap(tb.slots)
 	tb.slots = tb.slots[:n]
 	tb.live, tb.cursor = 0, 0
-	tb.limit = n * loadNum / loadDen
+	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
 	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
 	for i := range old {
 		if s := old[i]; s.key != 0 {
@@ -390,10 +413,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 			tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64
 			switch {
 			case tb.live == 0:
-				delete(sh.tabs, tb.from)
-				if sh.last == tb {
-					sh.last = nil
-				}
+				sh.drop(tb.from, tb)
 			case len(tb.slots) > 2*minSlots && tb.live < tb.limit/4:
 				m.rebuild(sh, tb, 0)
 			}
@@ -523,7 +543,7 @@ func (m *MemoryStore) Len() int {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		for _, tb := range sh.tabs {
-			n += tb.live
+			n += int(tb.live)
 		}
 		sh.mu.Unlock()
 	}
