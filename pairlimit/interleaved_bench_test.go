@@ -47,7 +47,7 @@ func quantiles(xs []float64) (med, lo, hi float64) {
 // BenchmarkInterleavedFloor reports ReserveN's time per call divided by
 // the floor's (a sharded map[uint64]int64 behind per-shard mutexes doing the
 // same lookup, max, add and store), both with n live pairs in random order,
-// in 41 alternating blocks of 50,000 calls: ratio-med, ratio-min, ratio-max,
+// in 201 alternating blocks of 10,000 calls: ratio-med, ratio-min, ratio-max,
 // and each side's median ns/call.
 func BenchmarkInterleavedFloor(b *testing.B) {
 	for _, n := range sizes(b) {
@@ -63,7 +63,7 @@ func BenchmarkInterleavedFloor(b *testing.B) {
 				lim.ReserveN(t0, p, 1)
 			}
 			f, keys := newFloor(pairs)
-			const block, rounds = 50_000, 41
+			const block, rounds = 10_000, 201
 			var ratios, limNs, floorNs []float64
 			pos := 0
 			runLim := func() float64 {

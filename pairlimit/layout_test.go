@@ -11,8 +11,8 @@ func TestMemoryLayout(t *testing.T) {
 	t.Parallel()
 	var m MemoryStore
 	var sh memShard
-	if got := unsafe.Sizeof(slot{}); got != 24 {
-		t.Errorf("slot is %d bytes, want 24", got)
+	if got := unsafe.Sizeof(slot{}); got != 16 {
+		t.Errorf("slot is %d bytes, want 16", got)
 	}
 	if off := unsafe.Offsetof(m.shards); off%64 != 0 {
 		t.Errorf("shards start at offset %d, want a multiple of 64", off)
@@ -23,7 +23,7 @@ func TestMemoryLayout(t *testing.T) {
 	if off := unsafe.Offsetof(sh.own); off != 64 {
 		t.Errorf("the inline table starts at %d, want 64", off)
 	}
-	if off := unsafe.Offsetof(sh.own.passMin); off != 64 {
+	if off := unsafe.Offsetof(sh.own.minDue); off != 64 {
 		t.Errorf("the table's hot fields take %d bytes, want 64", off)
 	}
 }
