@@ -62,8 +62,8 @@ const (
 // touches two adjacent lines before its slot.
 type memShard struct {
 	mu   sync.Mutex
-	now  int64                 // latest instant a call was asked at; protected by mu
-	seq  uint16                // last reservation ID; protected by mu
+	now  int64  // latest instant a call was asked at; protected by mu
+	seq  uint16 // last reservation ID; protected by mu
 	_    uint16
 	ops  uint32                // calls since the last cross-shard sweep; protected by mu
 	last *pairTable            // the table used last; protected by mu
