@@ -353,6 +353,11 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 // Called with sh.mu held.
 func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
+	epoch := max(tb.epoch, satSub(now, epochBack))
+	if tb.holds == nil && epoch == tb.epoch {
+		m.regrow(tb, now, need) // the common case: slot words move as they are
+		return
+	}
 	old := tb.slots
 	states := make([]State, 0, int(tb.live)) // the survivors, in order
 	for i := range old {
@@ -370,15 +375,8 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		}
 		states = append(states, st)
 	}
-	need += len(states) - int(tb.live)
-	n := max(need*targetDen/targetNum+1, minSlots)
-	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
-	n = cap(tb.slots)
-	tb.slots = tb.slots[:n]
-	tb.live, tb.cursor = 0, 0
-	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
-	tb.epoch = max(tb.epoch, satSub(now, epochBack))
-	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	tb.resize(len(states) + need - int(tb.live))
+	tb.epoch = epoch
 	k := 0
 	for i := range old {
 		if s := old[i]; s.key != 0 {
@@ -395,6 +393,46 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	if len(tb.holds) == 0 {
 		tb.holds = nil
 	}
+}
+
+// regrow is rebuild for a table with no side entries whose epoch stays:
+// expired slots are dropped and the others move word for word.
+func (m *MemoryStore) regrow(tb *pairTable, now int64, need int) {
+	limit := now - int64(KeepAfterDue)
+	old := tb.slots
+	live := 0
+	for i := range old {
+		s := &old[i]
+		if s.key == 0 {
+			continue
+		}
+		if d := s.w & dueMask; d == 0 || tb.epoch+int64(d) <= limit {
+			s.key = 0 // expired: owes nothing, no 131056 count
+			continue
+		}
+		live++
+	}
+	tb.resize(live + need - int(tb.live))
+	for i := range old {
+		if s := old[i]; s.key != 0 {
+			tb.minDue = min(tb.minDue, tb.epoch+int64(s.w&dueMask))
+			j, _ := tb.slotOf(s.key, m.hash(tb.from, s.key)<<shardBits)
+			tb.slots[j] = s
+			tb.live++
+		}
+	}
+}
+
+// resize gives tb an empty array for need states at 70 % full (a whole
+// allocation size class) and resets its counts and sweep.
+func (tb *pairTable) resize(need int) {
+	n := max(need*targetDen/targetNum+1, minSlots)
+	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
+	n = cap(tb.slots)
+	tb.slots = tb.slots[:n]
+	tb.live, tb.cursor = 0, 0
+	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
+	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
 }
 
 // Incremental sweep: every sweepEvery calls to a table examine sweepSlots
