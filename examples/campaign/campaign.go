@@ -144,7 +144,9 @@ func RunWapace(w Workload) (Report, error) {
 	enqueuing.Store(true)
 	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "campaign.db"),
 		outbox.WithClock(world.Clock), outbox.WithPairLimiter(pairs), outbox.WithThroughput(cfg.MPS),
-		outbox.WithConcurrency(cfg.Workers),
+		// Sends in flight each wait for their slot in the client; more of
+		// them lets Run record outcomes in bigger batches.
+		outbox.WithConcurrency(4*cfg.Workers),
 		outbox.WithObserver(func(e outbox.Event) {
 			if e.State.Final() && e.State != outbox.StateSending && settled.Add(1) == enqueued.Load() && !enqueuing.Load() {
 				stop() // the whole campaign is settled
