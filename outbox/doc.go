@@ -8,11 +8,10 @@
 //	defer o.Close()
 //	t, err := o.Enqueue(ctx, phoneNumberID, cloudapi.Text("+237 690 00 00 01", "Your order shipped"))
 //	go o.Run(ctx, client) // or in your own errgroup: Run is the caller's goroutine
+//	it, err := o.Get(ctx, t.Key)
 //
 // Give the Outbox and the Client the same clock and the same pair limiter
 // ([WithPairLimiter] and cloudapi.WithPairLimiter).
-//
-//	it, err := o.Get(ctx, t.Key)
 //
 // # Storage
 //
