@@ -404,3 +404,34 @@ func TestWindowClosesWhileQueued(t *testing.T) {
 		}
 	})
 }
+
+// With an idle wake (the Postgres default), an item behind a held lane
+// head still expires at its deadline, not at the next idle wake.
+func TestExpiryWithIdleWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pairs := pairlimit.New(pairlimit.Meta)
+		var expiredAt time.Time
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithIdleWake(time.Hour),
+			outbox.WithObserver(func(e outbox.Event) {
+				if e.State == outbox.StateExpired {
+					expiredAt = e.At
+				}
+			}))
+		p, _ := pairlimit.NewPair(from, recipient(1))
+		pairs.ReserveN(time.Now(), p, 10) // the lane waits 60 s
+		start := time.Now()
+		if _, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "head")); err != nil {
+			t.Fatal(err)
+		}
+		m := cloudapi.Text(recipient(1), "behind")
+		m.ExpiresAt = start.Add(30 * time.Second)
+		if _, err := o.Enqueue(t.Context(), from, m); err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, newClient(t, meta, cloudapi.WithPairLimiter(pairs)), 45*time.Second)
+		if got := expiredAt.Sub(start); got != 30*time.Second {
+			t.Fatalf("expired after %v, want 30s", got)
+		}
+	})
+}

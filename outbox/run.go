@@ -323,8 +323,8 @@ func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error)
 	if next == 0 {
 		r.sweepAt = now.Add(24 * time.Hour)
 	}
-	if o.cfg.idleWake > 0 {
-		r.sweepAt = now.Add(o.cfg.idleWake)
+	if idle := now.Add(o.cfg.idleWake); o.cfg.idleWake > 0 && idle.Before(r.sweepAt) {
+		r.sweepAt = idle
 	}
 	consider(due, 0)
 	return fromNanos(next), nil
