@@ -185,18 +185,8 @@ func (r *runner) run(ctx context.Context) error {
 	graceEnd := clk.Now().Add(o.cfg.stopGrace)
 	cancelled := false
 	for len(r.inflight) > 0 {
-		if ferr := r.drain(dbCtx, sendCtx); ferr != nil {
-			if err == nil {
-				err = ferr
-			}
-			// Forget what could not be recorded: its lease will end and
-			// another Run will mark it submitted_unknown.
-			for len(r.inflight) > 0 {
-				f := <-r.done
-				delete(r.inflight, f.it.Key)
-				r.flying.Add(-1)
-			}
-			break
+		if ferr := r.drain(dbCtx, sendCtx); ferr != nil && err == nil {
+			err = ferr // the rest is still collected (and probably not recorded)
 		}
 		if len(r.inflight) == 0 {
 			break
@@ -655,6 +645,15 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return nil
 	}
 	o := r.o
+	// Recorded or not, these sends are over. (An outcome that could not be
+	// recorded leaves its item sending: once its lease ends, it becomes
+	// submitted_unknown, never resent.)
+	defer func() {
+		for _, f := range fs {
+			delete(r.inflight, f.it.Key)
+			r.flying.Add(-1)
+		}
+	}()
 	now := o.cfg.clock.Now()
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -681,10 +680,6 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
-	}
-	for _, f := range fs {
-		delete(r.inflight, f.it.Key)
-		r.flying.Add(-1)
 	}
 	o.notify(evs)
 	return nil
