@@ -435,3 +435,53 @@ func TestExpiryWithIdleWake(t *testing.T) {
 		}
 	})
 }
+
+// EnqueueTx commits or rolls back with the caller's own rows.
+func TestEnqueueTx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t)
+		ctx := t.Context()
+		db := o.DB()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id TEXT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		order := func(id string, commit bool) string {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO orders (id) VALUES (?)`, id); err != nil {
+				t.Fatal(err)
+			}
+			m := cloudapi.Text(recipient(1), "order "+id+" confirmed")
+			m.IdempotencyKey = "order-" + id
+			tk, err := o.EnqueueTx(ctx, tx, from, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Wake()
+			return tk.Key
+		}
+		rolledBack := order("1", false)
+		committed := order("2", true)
+		if _, err := o.Get(ctx, rolledBack); !errors.Is(err, outbox.ErrNotFound) {
+			t.Fatalf("rolled back item: %v", err)
+		}
+		runFor(t, o, newClient(t, meta), time.Minute)
+		if it := mustGet(t, o, committed); it.State != outbox.StateAccepted {
+			t.Fatalf("committed item: %v", it.State)
+		}
+		if len(meta.Requests()) != 1 {
+			t.Fatalf("%d requests", len(meta.Requests()))
+		}
+	})
+}
