@@ -1,6 +1,6 @@
 module github.com/wapace/wapace
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
@@ -9,4 +9,13 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require golang.org/x/time v0.15.0
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	golang.org/x/time v0.15.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
