@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/wapace/wapace/cloudapi"
+)
+
+// start runs the command on a free loopback port and returns its URL.
+func start(t *testing.T, args ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "addr")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() { done <- run(ctx, append(args, "-addr-file", file), &syncWriter{w: &out}, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	for range 500 {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("wapace-fakemeta did not start")
+	return ""
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func post(t *testing.T, url, to, key string) int {
+	t.Helper()
+	body := `{"messaging_product":"whatsapp","to":"` + to + `","type":"text","text":{"body":"hi"},"biz_opaque_callback_data":"` + key + `"}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v23.0/106540352242922/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer T")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+func stats(t *testing.T, url string) Stats {
+	t.Helper()
+	resp, err := http.Get(url + "/_fake/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s Stats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStatsCountRefusalsAndDuplicates(t *testing.T) {
+	url := start(t, "-mps", "2", "-fail", "131049@237690000009")
+	codes := []int{
+		post(t, url, "237690000001", "k1"),
+		post(t, url, "237690000001", "k2"), // same pair at once: not a burst start, but joins the burst
+		post(t, url, "237690000002", "k1"), // a duplicate of k1 (other recipient), and the third in one second
+		post(t, url, "237690000009", "k3"), // scripted failure
+	}
+	if diff := cmp.Diff([]int{200, 200, 400, 400}, codes); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	s := stats(t, url)
+	want := Stats{Requests: 4, Accepted: 2,
+		Refusals: map[string]int{"130429": 1, "131049": 1},
+		ByKey:    map[string]int{"k1": 1, "k2": 1}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	time.Sleep(1100 * time.Millisecond) // let the one-second throughput window pass
+	if c := post(t, url, "237690000003", "k1"); c != 200 {
+		t.Fatalf("status %d", c)
+	}
+	if s := stats(t, url); s.Duplicates != 1 || s.ByKey["k1"] != 2 {
+		t.Errorf("duplicates %d, k1 accepted %d times; want 1 and 2", s.Duplicates, s.ByKey["k1"])
+	}
+}
+
+func TestClientAgainstCommand(t *testing.T) {
+	url := start(t, "-fail", "130429")
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cloudapi.Text("+237 690 00 00 01", "hi")
+	m.IdempotencyKey = "order-1"
+	res, err := c.Send(t.Context(), "106540352242922", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stats(t, url)
+	if res.Attempts != 2 || s.Refusals["130429"] != 1 || s.ByKey["order-1"] != 1 || s.Duplicates != 0 {
+		t.Errorf("attempts %d, stats %+v", res.Attempts, s)
+	}
+}
+
+func TestRuntimeFailureAndReset(t *testing.T) {
+	url := start(t)
+	resp, err := http.Post(url+"/_fake/fail", "application/json", strings.NewReader(`{"reset":true}`))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("scripting a reset: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if c := post(t, url, "237690000001", "k1"); c != 0 {
+		t.Errorf("a reset answered %d", c)
+	}
+	if s := stats(t, url); s.ByKey["k1"] != 1 || s.Accepted != 1 {
+		t.Errorf("a reset message counts as accepted by the fake: %+v", s)
+	}
+}
+
+func TestSignedWebhooks(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := cloudapi.VerifySignature(body, r.Header.Get("X-Hub-Signature-256"), "SECRET"); err != nil {
+			t.Errorf("signature: %v", err)
+		}
+		n, err := cloudapi.ParseNotification(body)
+		if err != nil {
+			t.Errorf("parse: %v", err)
+			return
+		}
+		mu.Lock()
+		for _, e := range n.Entry {
+			for _, ch := range e.Changes {
+				for _, s := range ch.Value.Statuses {
+					got = append(got, s.Status+" "+s.CallbackData)
+				}
+			}
+		}
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	url := start(t, "-app-secret", "SECRET", "-webhook", hook.URL)
+	post(t, url, "237690000001", "k1")
+	for range 300 {
+		if stats(t, url).Webhooks.Sent == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"sent k1"}, got); diff != "" {
+		t.Errorf("webhooks (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-mps", "0"}, {"-number-mps", "abc=3"}, {"-fail", "x"}, {"-maintenance", "1=-1s"},
+		{"-webhook", "ftp://x"}, {"extra"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
