@@ -2,49 +2,96 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"time"
+
+	"github.com/wapace/wapace/pairlimit"
 )
 
-// pairSlack keeps a pair's key a little after its debt is repaid, so that
-// calls whose instants arrive slightly out of order, or from a host whose
-// clock runs behind, still see it.
-const pairSlack = 10 * time.Second
+var _ pairlimit.Store = (*Store)(nil)
 
-// pairMemory is how long a pair's count of 131056 answers outlives its
-// hold (as pairlimit keeps it in memory).
-const pairMemory = 15 * time.Minute
-
-// pairGrant is what the pair script decided.
-type pairGrant struct {
-	ok   bool
-	act  time.Time // when the messages may go
-	seq  string    // the pair's change count after the reservation
-	prev string    // the due it replaced ("" when none)
-	due  string    // the due it set
+// pairKeys are the pair's hash, in its number's hash slot.
+func (s *Store) pairKeys(p pairlimit.Pair) []string {
+	return []string{s.prefix + "{" + p.From() + "}:p:" + p.To()}
 }
 
-func (s *Store) reservePair(ctx context.Context, from, to uint64, t time.Time, n int, interval, margin time.Duration, allowOnly bool) (pairGrant, error) {
-	only := "0"
-	if allowOnly {
-		only = "1"
+func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
+
+// secNs splits an instant into Unix seconds and nanoseconds, clamped to
+// 1970 and later.
+func secNs(n int64) (int64, int64) {
+	n = max(n, 0)
+	return n / 1e9, n % 1e9
+}
+
+// fromBase returns base (seconds, nanoseconds) + offset, from a reply.
+func fromBase(a []any, i int) int64 {
+	return replyInt(a, i)*1e9 + replyInt(a, i+1) + replyInt(a, i+2)
+}
+
+// Reserve implements [pairlimit.Store]: State.Reserve in one script.
+func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+	wait := int64(-1)
+	if maxWait < pairlimit.InfDuration {
+		wait = int64(max(maxWait, 0))
 	}
-	v, err := s.run(ctx, "pair reserve", pairReserve, []string{s.pairKey(from, to)},
-		instant(t), n, int64(interval), int64(margin), only, int64(pairSlack), int64(pairMemory))
+	sec, nsec := secNs(t.UnixNano())
+	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, int64(keep))
+	if s.fallback(err) {
+		return s.localReserve(ctx, p, t, cost, maxWait)
+	}
 	if err != nil {
-		return pairGrant{}, err
+		return pairlimit.Ticket{}, false, err
 	}
 	a := replyArray(v)
-	act, _ := parseInstant(replyStr(a, 1))
-	return pairGrant{ok: replyInt(a, 0) == 1, act: act, seq: replyStr(a, 2), prev: replyStr(a, 3), due: replyStr(a, 4)}, nil
+	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
+	tk := pairlimit.Ticket{Act: base + replyInt(a, 3)}
+	if replyInt(a, 0) != 1 {
+		return tk, false, nil
+	}
+	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
+	if pd := replyStr(a, 6); pd != "z" {
+		tk.PrevDue = base + replyInt(a, 6)
+	}
+	return tk, true, nil
 }
 
-func (s *Store) giveBackPair(ctx context.Context, from, to uint64, t time.Time, g pairGrant, checkTime bool) (bool, error) {
-	check := "0"
-	if checkTime {
-		check = "1"
+// Next implements [pairlimit.Store]: max(t, Due), reading only.
+func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+	sec, nsec := secNs(t.UnixNano())
+	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p)[:1], sec, nsec)
+	if s.fallback(err) {
+		return s.local.Next(ctx, p, t)
 	}
-	v, err := s.run(ctx, "pair give back", pairGiveBack, []string{s.pairKey(from, to)},
-		instant(t), instant(g.act), g.seq, g.prev, g.due, check)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if a := replyArray(v); len(a) == 3 {
+		return time.Unix(0, fromBase(a, 0)), nil
+	}
+	return t, nil
+}
+
+// Cancel implements [pairlimit.Store]: State.Cancel in one script.
+func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+	if tk.ID == 0 {
+		return false, nil
+	}
+	if tk.ID&localBit != 0 {
+		if s.local == nil {
+			return false, nil
+		}
+		return s.localCancel(ctx, p, t, tk)
+	}
+	sec, nsec := secNs(t.UnixNano())
+	var pds, pdn any = "z", 0
+	if tk.PrevDue > 0 {
+		pds, pdn = secNs(tk.PrevDue)
+	}
+	as, an := secNs(tk.Act)
+	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, ns(keep),
+		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an)
 	if err != nil {
 		return false, err
 	}
@@ -52,12 +99,17 @@ func (s *Store) giveBackPair(ctx context.Context, from, to uint64, t time.Time, 
 	return n == 1, nil
 }
 
-func (s *Store) refusedPair(ctx context.Context, from, to uint64, t time.Time, holds []time.Duration) (time.Duration, error) {
-	args := []any{instant(t), int64(pairSlack), int64(pairMemory)}
+// Refuse implements [pairlimit.Store]: State.Refuse in one script.
+func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
+	sec, nsec := secNs(t.UnixNano())
+	args := []any{sec, nsec, ns(keep), ns(max(memory, 0))}
 	for _, h := range holds {
-		args = append(args, int64(h))
+		args = append(args, ns(h))
 	}
-	v, err := s.run(ctx, "pair refused", pairRefused, []string{s.pairKey(from, to)}, args...)
+	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p)[:1], args...)
+	if s.fallback(err) {
+		return s.local.Refuse(ctx, p, t, holds, memory)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -65,19 +117,43 @@ func (s *Store) refusedPair(ctx context.Context, from, to uint64, t time.Time, h
 	return time.Duration(n), nil
 }
 
-func (s *Store) acceptedPair(ctx context.Context, from, to uint64) error {
-	_, err := s.run(ctx, "pair accepted", pairAccepted, []string{s.pairKey(from, to)})
+// Accept implements [pairlimit.Store]: State.Accept in one script.
+func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1])
+	if s.local != nil {
+		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
+		if errors.Is(err, ErrUnavailable) {
+			return nil
+		}
+	}
 	return err
 }
 
-// dueOfPair returns when the pair's debt is repaid (ok false: it owes
-// nothing), reading only.
-func (s *Store) dueOfPair(ctx context.Context, from, to uint64) (time.Time, bool, error) {
-	v, err := s.runRO(ctx, "pair query", pairDue, []string{s.pairKey(from, to)})
+// pairStateOf reads p's whole state (for tests).
+func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
+	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1])
 	if err != nil {
-		return time.Time{}, false, err
+		return pairlimit.State{}, err
 	}
-	str, _ := v.(string)
-	d, ok := parseInstant(str)
-	return d, ok, nil
+	a := replyArray(v)
+	base := replyInt(a, 0)*1e9 + replyInt(a, 1)
+	var st pairlimit.State
+	if replyStr(a, 2) != "z" {
+		st.Due = base + replyInt(a, 2)
+	}
+	if replyStr(a, 3) != "z" {
+		st.Hold = base + replyInt(a, 3)
+	}
+	st.Fails, st.Top = uint32(replyInt(a, 4)), replyUint(a, 5)
+	return st, nil
 }
+
+// SkewAllowance is how long every key outlives the state it holds, on the
+// server's clock, on top of what the state itself needs
+// ([pairlimit.KeepAfterDue] for a pair): keys expire by PEXPIREAT at the
+// instant their debt is repaid as the caller's clock tells it, and a
+// caller whose clock runs behind Redis's by less than this still finds
+// them.
+const SkewAllowance = time.Minute
+
+const keep = pairlimit.KeepAfterDue + SkewAllowance

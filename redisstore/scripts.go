@@ -2,287 +2,335 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// Pair state, one hash per (number, recipient): d = due (when the debt is
-// repaid), s = sequence of the last change, f = consecutive 131056 answers.
-// An absent d owes nothing.
+// Pair state, one hash per (number, recipient), holding pairlimit.State
+// as nanosecond offsets from a base instant kept in the hash (bs seconds,
+// bn nanoseconds), so that the scripts compute in plain Lua numbers
+// (doubles, exact to 2^53 ns, about 104 days; the base moves forward once a
+// day of use): d = Due, h = Hold (absent: zero), f = Fails, top = Top,
+// m = the memory of the last Refuse, hw = the highest ID handed out. IDs
+// are the server's clock in microseconds, or hw + 1 if that is not higher,
+// so they never repeat for a pair, even after its key expired.
+//
+// Instants travel as two arguments, Unix seconds and nanoseconds, and come
+// back as offsets from the base, which the Go side adds exactly.
 
-// pairReserveLua reserves n messages at t. ARGV: t, n, interval, margin,
-// allowOnly (1: refuse rather than schedule later), slack, penaltyMemory.
-// Returns {ok, act, seq, prevDue, due}.
-const pairReserveLua = luaPrelude + `
+// pairPrelude loads the state and the caller's instant as offsets.
+const pairPrelude = `
+local E9 = 1000000000
 local key = KEYS[1]
-local t, n, interval, margin = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local allowOnly, slack, memory = ARGV[5] == "1", tonumber(ARGV[6]), tonumber(ARGV[7])
-local st = redis.call('HMGET', key, 'd', 'f')
-local prev = st[1] or ""
-local fails = tonumber(st[2] or "0")
-local act = later(t, prev)
-if allowOnly and act ~= t then
-  return {0, act, 0, prev, prev}
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local st = redis.call('HMGET', key, 'bs', 'bn', 'd', 'top', 'h', 'f', 'm', 'hw')
+local bs, bn = tonumber(st[1]), tonumber(st[2])
+local hadDue = st[3] ~= false
+local d, top, h = tonumber(st[3]), st[4] or "0", tonumber(st[5])
+local f, m, hw = tonumber(st[6] or "0"), tonumber(st[7] or "0"), st[8] or "0"
+if not bs then bs, bn = tsec, tns end
+local t = (tsec - bs) * E9 + (tns - bn)
+-- off converts an instant given as seconds and nanoseconds to an offset.
+local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
+-- save writes the state and sets the key's expiry: max(Due, Hold +
+-- memory) + keep on the server's clock (sec, usec: its TIME).
+local function save(keep, sec, usec, all)
+  if hadDue and not d then redis.call('HDEL', key, 'd') end
+  local fields = {'top', top, 'hw', hw}
+  if d then fields[5] = 'd'; fields[6] = string.format('%d', d) end
+  if all or not st[1] then
+    for _, v in ipairs({'bs', bs, 'bn', bn, 'f', f, 'm', string.format('%d', m)}) do fields[#fields + 1] = v end
+    if h then fields[#fields + 1] = 'h'; fields[#fields + 1] = string.format('%d', h) end
+  end
+  redis.call('HSET', key, unpack(fields))
+  local u = d or t
+  if f > 0 and h then u = math.max(u, h + m) end
+  local ms
+  if math.abs(tsec - sec) > 3600 then
+    ms = sec * 1000 + math.floor(usec / 1000) + math.ceil((u - t) / 1000000)
+  else
+    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
+  end
+  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
 end
-local due = add(act, n * interval + margin)
-local seq = redis.call('HINCRBY', key, 's', 1)
-redis.call('HSET', key, 'd', due)
-local untilAt = due
-if fails > 0 then untilAt = add(due, memory) end
-expire(key, t, untilAt, slack)
-return {1, act, seq, prev, due}
+local function now()
+  local tm = redis.call('TIME')
+  return tonumber(tm[1]), tonumber(tm[2])
+end
 `
 
-// pairGiveBackLua restores the due a reservation replaced, if nothing
-// changed the pair since. ARGV: t, act, seq, prevDue, due, checkTime (1:
-// only if t <= act).
-const pairGiveBackLua = luaPrelude + `
-local key = KEYS[1]
-local t, act, seq, prev, due = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if ARGV[6] == "1" and diff(t, act) > 0 then return 0 end
-local st = redis.call('HMGET', key, 'd', 's')
-if st[1] ~= due or st[2] ~= seq then return 0 end
-redis.call('HINCRBY', key, 's', 1)
-if prev == "" then
-  redis.call('HDEL', key, 'd')
-else
-  redis.call('HSET', key, 'd', prev)
+// pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
+// maxWait (-1: none), keep. Returns {ok, bs, bn, act, id, prevTop,
+// prevDue or "z" for none}, instants as offsets from (bs, bn).
+const pairReserveLua = pairPrelude + `
+local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local act = t
+if d and d > t then act = d end
+local prevDue, prevTop = "z", top
+if d then prevDue = string.format('%d', d) end
+if maxWait >= 0 and act - t > maxWait then
+  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevDue}
 end
+local rebased = false
+if t > 86400 * E9 then
+  -- move the base to t, keeping offsets small
+  if d then d = d - t end
+  if h then h = h - t end
+  act = act - t
+  if prevDue ~= "z" then prevDue = string.format('%d', tonumber(prevDue) - t) end
+  bs, bn, t = tsec, tns, 0
+  rebased = true
+end
+d = act + cost
+local sec, usec = now()
+top = string.format('%d', math.max(sec * 1000000 + usec, tonumber(hw) + 1))
+hw = top
+save(keep, sec, usec, rebased)
+return {1, bs, bn, string.format('%d', act), top, prevTop, prevDue}
+`
+
+// pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
+// ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for no state.
+const pairNextLua = `
+local st = redis.call('HMGET', KEYS[1], 'bs', 'bn', 'd')
+if not st[1] or not st[3] then return {} end
+local bs, bn, d = tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
+local t = (tonumber(ARGV[1]) - bs) * 1000000000 + (tonumber(ARGV[2]) - bn)
+if d < t then return {} end
+return {bs, bn, string.format('%d', d)}
+`
+
+// pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// prevTop, prevDue (sec, ns; "z" for none), act (sec, ns). Returns 1 when
+// it gave back.
+const pairCancelLua = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+` + pairPrelude + `
+local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
+local pd = nil
+if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
+if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
+top = prevTop
+local sec, usec = now()
+save(keep, sec, usec, true)
 return 1
 `
 
-// pairRefusedLua applies a 131056 hold at t. ARGV: t, slack,
-// penaltyMemory, then the holds for 0, 1, 2, ... earlier consecutive
-// refusals (the last repeats). Returns the hold in ns.
-const pairRefusedLua = luaPrelude + `
-local key = KEYS[1]
-local t, slack, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local st = redis.call('HMGET', key, 'd', 'f')
-local fails = tonumber(st[2] or "0")
-local idx = math.min(fails + 4, #ARGV)
-local hold = tonumber(ARGV[idx])
-local due = later(st[1] or "", add(t, hold))
-redis.call('HSET', key, 'd', due, 'f', fails + 1)
-redis.call('HINCRBY', key, 's', 1)
-expire(key, t, add(due, memory), slack)
+// pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
+// memory, then the holds. Returns the hold in ns.
+const pairRefuseLua = pairPrelude + `
+local keep = tonumber(ARGV[3])
+m = tonumber(ARGV[4])
+local hold = 0
+local nh = #ARGV - 4
+if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) end
+h = math.max(h or t + hold, t + hold)
+d = math.max(d or h, h)
+if f < 4294967295 then f = f + 1 end
+local sec, usec = now()
+save(keep, sec, usec, true)
 return hold
 `
 
-// pairAcceptedLua resets the count of consecutive 131056 answers.
-const pairAcceptedLua = `
-redis.call('HDEL', KEYS[1], 'f')
-if redis.call('HEXISTS', KEYS[1], 'd') == 0 then redis.call('DEL', KEYS[1]) end
+// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero.
+const pairAcceptLua = `
+if redis.call('HEXISTS', KEYS[1], 'f') == 1 then redis.call('HSET', KEYS[1], 'f', 0) end
 return 1
 `
 
-// pairDueLua reads a pair's due, changing nothing: {due or ""}.
-const pairDueLua = `
-local d = redis.call('HGET', KEYS[1], 'd')
-if not d then return "" end
-return d
+// pairStateLua reads the whole state, for tests: {bs, bn, d, h, f, top},
+// "z" for an absent instant.
+const pairStateLua = `
+local st = redis.call('HMGET', KEYS[1], 'bs', 'bn', 'd', 'h', 'f', 'top')
+return {st[1] or "0", st[2] or "0", st[3] or "z", st[4] or "z", st[5] or "0", st[6] or "0"}
 `
 
-// Bucket state, one hash per business number or budget: tat = theoretical
-// arrival time (the bucket is full at or after it), hold = nothing is
-// admitted before it, fac = fraction of the rate in use (absent: 1),
-// chg = when fac last changed, c1/c2 = consecutive refusals of two kinds.
+// Bucket state, one hash per key, holding throughput.BucketState as
+// offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
+// Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
+// highest ID handed out.
 
-// bucketPrelude computes the emission interval after recovering the rate
-// factor at t. Needs key, t, emission (at factor 1), recover step, recover
-// interval in scope.
-const bucketPrelude = luaPrelude + `
-local function state(key)
-  local st = redis.call('HMGET', key, 'tat', 'hold', 'fac', 'chg')
-  return st[1] or "", st[2] or "", tonumber(st[3] or "1"), st[4] or ""
-end
--- rescale moves tat so that the tokens at t stay the same when the
--- emission interval changes from e0 to e1.
-local function rescale(t, tat, e0, e1)
-  if tat == "" then return "" end
-  local off = diff(tat, t)
-  if off <= 0 then return tat end
-  return add(t, math.ceil(off * e1 / e0))
-end
-local function recover(key, t, tat, fac, chg, e, step, every)
-  if fac >= 1 or chg == "" then return tat, fac end
-  local steps = math.floor(diff(t, chg) / every)
-  if steps <= 0 then return tat, fac end
-  local nf = math.min(1, fac + steps * step)
-  tat = rescale(t, tat, e / fac, e / nf)
-  redis.call('HSET', key, 'fac', nf, 'chg', add(chg, steps * every))
-  if tat ~= "" then redis.call('HSET', key, 'tat', tat) end
-  return tat, nf
+const bucketPrelude = `
+local E9 = 1000000000
+local key = KEYS[1]
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw')
+local bs, bn = tonumber(st[1]), tonumber(st[2])
+if not bs then bs, bn = tsec, tns end
+local t = (tsec - bs) * E9 + (tns - bn)
+local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), st[5] or "0", st[6] or "0"
+local hadTat = st[3] ~= false
+local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
+-- save writes the state and expires the key at max(TAT, Hold) + keep.
+local function save(keep)
+  if hadTat and not tat then redis.call('HDEL', key, 'tat') end
+  local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
+  if tat then fields[9] = 'tat'; fields[10] = string.format('%d', tat) end
+  if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = string.format('%d', hold) end
+  redis.call('HSET', key, unpack(fields))
+  local u = math.max(tat or t, hold or t)
+  local tm = redis.call('TIME')
+  local sec = tonumber(tm[1])
+  local ms
+  if math.abs(tsec - sec) > 3600 then
+    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
+  else
+    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
+  end
+  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
+  return tm
 end
 `
 
-// bucketReserveLua reserves n tokens at t. ARGV: t, n, emission ns at
-// factor 1, burst, allowOnly, slack, recover step, recover every (ns).
-// Returns {ok, act, tat after, tat before}.
+// bucketReserveLua is throughput.Store.Reserve. ARGV: t (sec, ns), n,
+// interval, burst, maxWait (-1: none), keep. Returns {ok, bs, bn, act, id,
+// prevTop, prevTAT or "z"}, instants as offsets from (bs, bn).
 const bucketReserveLua = bucketPrelude + `
-local key = KEYS[1]
-local t, n, e, b = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local allowOnly, slack = ARGV[5] == "1", tonumber(ARGV[6])
-local tat, hold, fac, chg = state(key)
-tat, fac = recover(key, t, tat, fac, chg, e, tonumber(ARGV[7]), tonumber(ARGV[8]))
-local ef = e / fac
-if n > b then return {0, "", "", tat} end
-local start = 0
-if hold ~= "" then start = math.max(0, diff(hold, t)) end
-local base = start
-if tat ~= "" then base = math.max(base, diff(tat, t)) end
-local newTat = base + n * ef
-local act = math.max(start, newTat - b * ef)
-if allowOnly and act > 0 then return {0, add(t, math.ceil(act)), "", tat} end
-local nt = add(t, math.ceil(newTat))
-redis.call('HSET', key, 'tat', nt)
-expire(key, t, later(nt, hold), slack)
-return {1, add(t, math.ceil(act)), nt, tat}
+local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
+local u = math.max(t, hold or t)
+local base = math.max(tat or u, u)
+local act = math.max(u, base + (n - burst) * interval)
+local prevTat, prevTop = "z", top
+if tat then prevTat = string.format('%d', tat) end
+if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
+  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
+end
+if t > 86400 * E9 then
+  if tat then tat = tat - t end
+  if hold then hold = hold - t end
+  act, base = act - t, base - t
+  if prevTat ~= "z" then prevTat = string.format('%d', tonumber(prevTat) - t) end
+  bs, bn, t = tsec, tns, 0
+end
+tat = base + n * interval
+local tm = redis.call('TIME')
+top = string.format('%d', math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), tonumber(hw) + 1))
+hw = top
+save(keep)
+return {1, bs, bn, string.format('%d', act), top, prevTop, prevTat}
 `
 
-// bucketCancelLua gives back a reservation's tokens, less those reserved
-// after it (as rate.Reservation.CancelAt does). ARGV: t, act, tat after the
-// reservation, n, emission at factor 1, checkTime.
-const bucketCancelLua = bucketPrelude + `
-local key = KEYS[1]
-local t, act, rtat, n, e = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-if ARGV[6] == "1" and diff(t, act) > 0 then return 0 end
-local tat, hold, fac = state(key)
-if tat == "" then return 0 end
-local later_used = math.max(0, diff(tat, rtat))
-local restore = n * (e / fac) - later_used
-if restore <= 0 then return 0 end
-redis.call('HSET', key, 'tat', add(tat, -math.floor(restore)))
+// bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
+const bucketCancelLua = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+` + bucketPrelude + `
+local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
+if ARGV[6] == "z" then tat = nil else tat = off(ARGV[6], ARGV[7]) end
+top = prevTop
+save(keep)
 return 1
 `
 
-// bucketRefusedLua holds the bucket after a refusal at t. ARGV: t, slack,
-// counter field ("c1" or "c2"), other counter field to leave, cut (the
-// factor multiplier, 1 for none), min factor, emission, then the holds for
-// 0, 1, 2, ... earlier consecutive refusals. Returns the hold in ns.
-const bucketRefusedLua = bucketPrelude + `
-local key = KEYS[1]
-local t, slack, field, cut, minf, e = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local count = tonumber(redis.call('HGET', key, field) or "0")
-local idx = math.min(count + 8, #ARGV)
-local hold = tonumber(ARGV[idx])
-redis.call('HSET', key, field, count + 1)
-local tat, oldHold, fac = state(key)
-if cut < 1 then
-  local nf = math.max(fac * cut, minf)
-  tat = rescale(t, tat, e / fac, e / nf)
-  if tat ~= "" then redis.call('HSET', key, 'tat', tat) end
-  redis.call('HSET', key, 'fac', nf, 'chg', t)
-end
-local h = later(oldHold, add(t, hold))
-redis.call('HSET', key, 'hold', h)
-expire(key, t, later(later(tat, h), add(h, 600 * E9)), slack)
-return hold
+// bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
+// Returns {bs, bn, hold}.
+const bucketHoldLua = bucketPrelude + `
+hold = math.max(hold or t, t)
+save(tonumber(ARGV[3]))
+return {bs, bn, string.format('%d', hold)}
 `
 
-// bucketAcceptedLua resets the counts of consecutive refusals.
-const bucketAcceptedLua = `
-redis.call('HDEL', KEYS[1], 'c1', 'c2')
-return 1
-`
+// Tier state: KEYS[1] a sorted set of recipient keys scored by the offset
+// in ns of their latest admission from an epoch, KEYS[2] a hash holding the
+// epoch (sec under "s", ns under "n"). Offsets stay exact in doubles; the
+// epoch moves forward, rescoring the live members, once offsets pass 30
+// days. A recipient counts while its instant is later than t - window.
 
-// bucketStateLua reads {tat, hold, fac}, changing nothing.
-const bucketStateLua = `
-local st = redis.call('HMGET', KEYS[1], 'tat', 'hold', 'fac')
-return {st[1] or "", st[2] or "", st[3] or "1"}
-`
-
-// Tier state: KEYS[1] a sorted set of recipients scored by the offset in
-// ns of their latest admission from an epoch, KEYS[2] a hash holding the
-// epoch (an instant) under "e". Offsets stay exact in doubles; the epoch
-// is moved forward (rescoring the live members) once offsets pass 50 days.
-
-const tierPrelude = luaPrelude + `
-local function epoch(keys, t, window)
-  local e = redis.call('HGET', keys[2], 'e')
-  if not e then
-    e = t
-    redis.call('HSET', keys[2], 'e', e)
-    return e
-  end
-  local off = diff(t, e)
-  if off > 50 * 86400 * E9 then
-    local ne = add(t, -2 * window)
-    local shift = diff(ne, e)
-    redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', shift)
-    local all = redis.call('ZRANGE', keys[1], 0, -1, 'WITHSCORES')
-    for i = 1, #all, 2 do
-      redis.call('ZADD', keys[1], tonumber(all[i + 1]) - shift, all[i])
-    end
-    redis.call('HSET', keys[2], 'e', ne)
-    e = ne
-  end
-  return e
-end
-`
-
-// tierAdmitLua admits recipient ARGV[2] at t = ARGV[1]. ARGV: t, recipient,
-// limit, window ns, slack. Returns {ok, retryAt or "", previous instant of
-// this recipient or "", instant recorded}.
-const tierAdmitLua = tierPrelude + `
-local t, to, limit, window, slack = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local e = epoch(KEYS, t, window)
-local now = diff(t, e)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local prev = redis.call('ZSCORE', KEYS[1], to)
-if prev then
-  prev = tonumber(prev)
-  if now > prev then redis.call('ZADD', KEYS[1], now, to) end
+const tierPrelude = `
+local E9 = 1000000000
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+local es, en = tonumber(ep[1]), tonumber(ep[2])
+local function tierExpire(window, keep)
   local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  expire(KEYS[1], t, add(e, tonumber(top[2]) + window), slack)
-  expire(KEYS[2], t, add(e, tonumber(top[2]) + window), slack)
-  return {1, "", add(e, prev), add(e, math.max(now, prev))}
+  if not top[2] then return end
+  local u = tonumber(top[2]) + window
+  local t = (tsec - es) * E9 + (tns - en)
+  local tm = redis.call('TIME')
+  local sec = tonumber(tm[1])
+  local ms
+  if math.abs(tsec - sec) > 3600 then
+    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
+  else
+    ms = es * 1000 + math.ceil((en + u) / 1000000)
+  end
+  ms = ms + math.ceil(keep / 1000000)
+  redis.call('PEXPIREAT', KEYS[1], ms)
+  redis.call('PEXPIREAT', KEYS[2], ms)
 end
-if redis.call('ZCARD', KEYS[1]) >= limit then
-  local old = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local retry = add(t, 1)
-  if old[2] then retry = add(e, tonumber(old[2]) + window) end
-  return {0, retry, "", ""}
-end
-redis.call('ZADD', KEYS[1], now, to)
-local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-expire(KEYS[1], t, add(e, tonumber(top[2]) + window), slack)
-expire(KEYS[2], t, add(e, tonumber(top[2]) + window), slack)
-return {1, "", "", t}
 `
 
-// tierGiveBackLua undoes an admission: the recipient's instant goes back
-// to prev ("" removes it) if it is still the one recorded. ARGV: recipient,
-// recorded instant, prev.
-const tierGiveBackLua = luaPrelude + `
-local to, rec, prev = ARGV[1], ARGV[2], ARGV[3]
-local e = redis.call('HGET', KEYS[2], 'e')
-if not e then return 0 end
-local cur = redis.call('ZSCORE', KEYS[1], to)
-if not cur or tonumber(cur) ~= diff(rec, e) then return 0 end
-if prev == "" then
-  redis.call('ZREM', KEYS[1], to)
-else
-  redis.call('ZADD', KEYS[1], diff(prev, e), to)
+// tierClaimLua is throughput.Store.Claim. ARGV: t (sec, ns), to, limit,
+// window, keep. Returns {ok, es, en, at or retryAt offset, new}.
+const tierClaimLua = tierPrelude + `
+local to, limit, window, keep = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+if not es then
+  es, en = tsec, tns
+  redis.call('HSET', KEYS[2], 's', es, 'n', en)
 end
+local t = (tsec - es) * E9 + (tns - en)
+if t > 30 * 86400 * E9 then
+  local nes, nen = tsec, tns
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', t - window))
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    redis.call('ZADD', KEYS[1], string.format('%d', tonumber(all[i + 1]) - t), all[i])
+  end
+  redis.call('HSET', KEYS[2], 's', nes, 'n', nen)
+  es, en, t = nes, nen, 0
+end
+local from = t - window
+local cur = redis.call('ZSCORE', KEYS[1], to)
+if cur and tonumber(cur) > from then
+  local at = math.max(tonumber(cur), t)
+  if at ~= tonumber(cur) then redis.call('ZADD', KEYS[1], string.format('%d', at), to) end
+  tierExpire(window, keep)
+  return {1, es, en, string.format('%d', at), 0}
+end
+if limit > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', from))
+  local n = redis.call('ZCARD', KEYS[1])
+  if n < limit then
+    redis.call('ZADD', KEYS[1], string.format('%d', t), to)
+    tierExpire(window, keep)
+    return {1, es, en, string.format('%d', t), 1}
+  end
+  local old = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, es, en, string.format('%d', tonumber(old[2]) + window), 0}
+end
+return {0, es, en, string.format('%d', t + window), 0}
+`
+
+// tierReleaseLua is throughput.Store.Release. ARGV: to, at (sec, ns), new.
+const tierReleaseLua = `
+if ARGV[4] ~= "1" then return 0 end
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+if not ep[1] then return 0 end
+local at = (tonumber(ARGV[2]) - tonumber(ep[1])) * 1000000000 + (tonumber(ARGV[3]) - tonumber(ep[2]))
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not cur or tonumber(cur) ~= at then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
 return 1
 `
 
-// tierCountLua counts the recipients in the window ending at t, changing
-// nothing. ARGV: t, window.
-const tierCountLua = luaPrelude + `
-local e = redis.call('HGET', KEYS[2], 'e')
-if not e then return 0 end
-return redis.call('ZCOUNT', KEYS[1], '(' .. (diff(ARGV[1], e) - tonumber(ARGV[2])), '+inf')
+// tierCountLua is throughput.Store.Count. ARGV: t (sec, ns), window.
+const tierCountLua = `
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+if not ep[1] then return 0 end
+local t = (tonumber(ARGV[1]) - tonumber(ep[1])) * 1000000000 + (tonumber(ARGV[2]) - tonumber(ep[2]))
+return redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', t - tonumber(ARGV[3])), '+inf')
 `
 
 var (
-	pairReserve    = redis.NewScript(pairReserveLua)
-	pairGiveBack   = redis.NewScript(pairGiveBackLua)
-	pairRefused    = redis.NewScript(pairRefusedLua)
-	pairAccepted   = redis.NewScript(pairAcceptedLua)
-	pairDue        = redis.NewScript(pairDueLua)
-	bucketReserve  = redis.NewScript(bucketReserveLua)
-	bucketCancel   = redis.NewScript(bucketCancelLua)
-	bucketRefused  = redis.NewScript(bucketRefusedLua)
-	bucketAccepted = redis.NewScript(bucketAcceptedLua)
-	bucketState    = redis.NewScript(bucketStateLua)
-	tierAdmit      = redis.NewScript(tierAdmitLua)
-	tierGiveBack   = redis.NewScript(tierGiveBackLua)
-	tierCount      = redis.NewScript(tierCountLua)
+	pairReserve   = redis.NewScript(pairReserveLua)
+	pairNext      = redis.NewScript(pairNextLua)
+	pairCancel    = redis.NewScript(pairCancelLua)
+	pairRefuse    = redis.NewScript(pairRefuseLua)
+	pairAccept    = redis.NewScript(pairAcceptLua)
+	pairState     = redis.NewScript(pairStateLua)
+	bucketReserve = redis.NewScript(bucketReserveLua)
+	bucketCancel  = redis.NewScript(bucketCancelLua)
+	bucketHold    = redis.NewScript(bucketHoldLua)
+	tierClaim     = redis.NewScript(tierClaimLua)
+	tierRelease   = redis.NewScript(tierReleaseLua)
+	tierCount     = redis.NewScript(tierCountLua)
 )

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 // DefaultPrefix starts every key the Store writes unless WithPrefix says
@@ -52,9 +53,11 @@ func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
 
-// WithTimeout bounds each round trip (default 1 s) when the caller's
-// context has no earlier deadline. A decision that takes longer fails with
-// ErrUnavailable.
+// WithTimeout bounds each decision by d when the caller's context has no
+// earlier deadline. A decision that takes longer fails with ErrUnavailable.
+// Without it, a decision is bounded by the caller's context and by the
+// client's own ReadTimeout and WriteTimeout (3 s by default in go-redis):
+// set those on the client to bound every decision at no extra cost.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
@@ -76,12 +79,13 @@ type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
+	local   *pairlimit.MemoryStore // with WithLocalFallback: decides while Redis is down
 }
 
 // New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or
 // *redis.Ring: any redis.UniversalClient).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, timeout: time.Second}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix}
 	for _, o := range opts {
 		o(s)
 	}
@@ -99,31 +103,19 @@ func (s *Store) Prefix() string { return s.prefix }
 //	{prefix}{N}:n     hash: number N's throughput bucket
 //	{prefix}{b:B}     hash: budget B
 //	{prefix}{t:T}:z   sorted set, {prefix}{t:T}:e hash: tier T
-func (s *Store) pairKey(from, to uint64) string {
-	return s.prefix + "{" + strconv.FormatUint(from, 10) + "}:p:" + strconv.FormatUint(to, 10)
-}
-
-func (s *Store) numberKey(from uint64) string {
-	return s.prefix + "{" + strconv.FormatUint(from, 10) + "}:n"
-}
-
-func (s *Store) budgetKey(name string) string { return s.prefix + "{b:" + name + "}" }
-
-func (s *Store) tierKeys(name string) []string {
-	base := s.prefix + "{t:" + name + "}"
-	return []string{base + ":z", base + ":e"}
-}
-
+//
 // run runs script with the Store's timeout and maps failures to
 // *UnavailableError.
 func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
+	if s.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+		}
 	}
 	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil {
@@ -138,36 +130,18 @@ func (s *Store) runRO(ctx context.Context, op string, sc *redis.Script, keys []s
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
+	if s.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+		}
 	}
 	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, &UnavailableError{Op: op, Err: err}
 	}
 	return v, nil
-}
-
-// Instants are sent as decimal Unix nanoseconds, clamped to the range the
-// scripts compute in exactly (1970 to 2262).
-func instant(t time.Time) string {
-	if t.IsZero() || t.Before(time.Unix(0, 0)) {
-		return "0"
-	}
-	return strconv.FormatInt(t.UnixNano(), 10)
-}
-
-func parseInstant(s string) (time.Time, bool) {
-	if s == "" {
-		return time.Time{}, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(0, n), true
 }
 
 // reply helpers: a script answers an array of integers and strings.
@@ -185,6 +159,20 @@ func replyInt(a []any, i int) int64 {
 		return x
 	case string:
 		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func replyUint(a []any, i int) uint64 {
+	if i >= len(a) {
+		return 0
+	}
+	switch x := a[i].(type) {
+	case int64:
+		return uint64(x)
+	case string:
+		n, _ := strconv.ParseUint(x, 10, 64)
 		return n
 	}
 	return 0
