@@ -58,10 +58,11 @@
 //
 // # Webhooks
 //
-// [WebhookHandler] answers Meta's verification challenge, checks
-// X-Hub-Signature-256 in constant time, de-duplicates redeliveries and hands
-// [Notification] values (messages, statuses with errors, pricing,
-// biz_opaque_callback_data) to a callback.
+// Package cloudapi/webhook receives what Meta posts back: a webhook.Handler
+// verifies signatures, decodes leniently and hands inbound messages,
+// statuses and every other field to typed callbacks. A status carries the
+// message's idempotency key as its biz_opaque_callback_data. [VerifySignature]
+// and [MaxWebhookBody] forward to that package.
 //
 // # Testing
 //

@@ -18,12 +18,25 @@
 //	4      app rate limit        ScopeApp          this app's calls
 //	80007  WABA rate limit       ScopeWABA         calls against this WABA
 //	131049 per-user marketing    ScopeRecipient    this user, at least 24 h
-//	131048 spam rate limit       ScopeBusiness     the account; quality, not pacing
+//	131048 spam rate limit       ScopePhoneNumber  this number; quality, not pacing
+//	131064 messaging limit       ScopeBusiness     the portfolio's tier, until lifted
 //	100    invalid parameter     ScopeRequest      nothing; fix the request
 //
+// The class's [Hold] names the sender's limiter a refusal pauses (pair, phone
+// number, app or WABA call budget, tier, recipient, or none), so that one
+// table decides every action.
+//
 // Class.OutcomeUnknown marks the answers (1, 2, 131000, 131016) that do not
-// prove Meta refused a message: resending after one of them may deliver it
-// twice.
+// prove Meta refused a message: Meta's remedy is "try again", but the message
+// may exist, so resending may deliver it twice. Reconcile instead: the
+// message's idempotency key travels as biz_opaque_callback_data and comes back
+// on its status webhooks; resend only if no status arrives within the
+// message's lifetime. [Class.NotSent] combines the code with the HTTP status:
+// a 5xx proves nothing was sent only for codes with RefusedOn5xx (2494100).
+//
+// The app and WABA call budgets (codes 4, 613, 80007, 80008) are Meta's
+// limits on API calls, which for WhatsApp concern the management endpoints;
+// /messages is paced by throughput, pair and tier limits instead.
 //
 // # Errors
 //
@@ -43,7 +56,14 @@
 //
 // # Sources
 //
-// Titles follow Meta's Cloud API error code reference; the Throttling flag
-// follows its "Throttling errors" group. The waits come from Meta's pages on
-// per-user marketing limits (131049) and throughput upgrades (131057).
+// Titles, scopes and waits follow Meta's "WhatsApp error codes" page
+// (developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes,
+// updated June 2026); the Throttling flag follows its "Throttling errors"
+// group. 613 comes from the Graph API's error-handling and rate-limiting
+// pages, which list it with the throttling codes. The waits come from Meta's
+// pages on per-user marketing limits (131049), throughput upgrades (131057)
+// and the error codes page (133015: 5 minutes; 2494100: "a few minutes",
+// read as 2). Codes 131014 and 12455, seen in other clients' traffic but on
+// none of Meta's pages, are classified conservatively (not retryable, scope
+// unknown). Every row is pinned by a test that names its page.
 package errcodes
