@@ -139,11 +139,18 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &msg)
 	rec.To, rec.Type, rec.CallbackData = digits(msg.To), msg.Type, msg.CallbackData
 	cw := &captureWriter{w: w, status: http.StatusOK}
+	cw.onDrop = func() {
+		// Recorded before the connection closes, so that a client that sees
+		// the reset also sees it counted.
+		rec.Dropped, rec.Accepted, rec.Status = true, true, 0
+		a.record(r, rec)
+	}
 	a.fake.ServeHTTP(cw, r)
 	rec.Status = cw.status
 	if cw.hijacked {
-		rec.Dropped, rec.Accepted, rec.Status = true, true, 0
-	} else {
+		return
+	}
+	{
 		var ans struct {
 			Messages []struct {
 				ID string `json:"id"`
@@ -161,6 +168,11 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Code = ans.Error.Code
 		}
 	}
+	a.record(r, rec)
+}
+
+// record counts one answered request and queues its webhook.
+func (a *app) record(r *http.Request, rec record) {
 	a.mu.Lock()
 	a.log = append(a.log, rec)
 	if rec.Accepted && rec.Type != "" {
@@ -288,6 +300,7 @@ type captureWriter struct {
 	status   int
 	body     bytes.Buffer
 	hijacked bool
+	onDrop   func() // called once, before a hijacked connection closes
 }
 
 func (c *captureWriter) Header() http.Header { return c.w.Header() }
@@ -301,8 +314,24 @@ func (c *captureWriter) Write(b []byte) (int, error) {
 
 // Hijack lets the fake drop the connection for a scripted reset or hang.
 func (c *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(c.w).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
 	c.hijacked = true
-	return http.NewResponseController(c.w).Hijack()
+	return &dropConn{Conn: conn, onClose: c.onDrop}, rw, nil
+}
+
+// dropConn runs onClose once before closing.
+type dropConn struct {
+	net.Conn
+	once    sync.Once
+	onClose func()
+}
+
+func (d *dropConn) Close() error {
+	d.once.Do(d.onClose)
+	return d.Conn.Close()
 }
 
 func digits(s string) string {

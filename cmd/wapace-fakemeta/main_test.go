@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
 // start runs the command on a free loopback port and returns its URL.
@@ -142,26 +143,16 @@ func TestRuntimeFailureAndReset(t *testing.T) {
 func TestSignedWebhooks(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if err := cloudapi.VerifySignature(body, r.Header.Get("X-Hub-Signature-256"), "SECRET"); err != nil {
-			t.Errorf("signature: %v", err)
-		}
-		n, err := cloudapi.ParseNotification(body)
-		if err != nil {
-			t.Errorf("parse: %v", err)
-			return
-		}
+	h, err := webhook.NewHandler("SECRET", webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }), webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
 		mu.Lock()
-		for _, e := range n.Entry {
-			for _, ch := range e.Changes {
-				for _, s := range ch.Value.Statuses {
-					got = append(got, s.Status+" "+s.CallbackData)
-				}
-			}
-		}
-		mu.Unlock()
+		defer mu.Unlock()
+		got = append(got, s.Status+" "+s.CallbackData)
+		return nil
 	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := httptest.NewServer(h)
 	defer hook.Close()
 	url := start(t, "-app-secret", "SECRET", "-webhook", hook.URL)
 	post(t, url, "237690000001", "k1")
