@@ -65,12 +65,16 @@ type memShard struct {
 type pairTable struct {
 	from   uint64
 	slots  []slot
-	live   int                 // occupied slots
-	limit  int                 // rebuild when live reaches it
-	cursor int                 // next slot the incremental sweep examines
-	clk    int64               // the clock when the sweep last wrapped around
-	ops    uint32              // calls since the last sweep step
-	holds  map[uint64]holdInfo // recipients with a 131056 count or hold
+	live   int   // occupied slots
+	limit  int   // rebuild when live reaches it
+	cursor int   // next slot the incremental sweep examines
+	clk    int64 // the clock when last read by the sweep
+	// minDue is at most every Due in the table, so that a sweep that could
+	// find nothing expired costs nothing; passMin and passWrote gather the
+	// next value during a pass of the sweep.
+	minDue, passMin, passWrote int64
+	ops                        uint32              // calls since the last sweep step
+	holds                      map[uint64]holdInfo // recipients with a 131056 count or hold
 }
 
 // slot is one pair's state; key 0 is empty.
@@ -97,18 +101,13 @@ func NewMemoryStore(c clock.Clock) *MemoryStore {
 	return &MemoryStore{clock: c, seed: rand.Uint64() | 1}
 }
 
-func fmix(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-// hash returns p's hash: the top bits pick the shard, the rest the slot.
+// hash returns p's hash: the top bits pick the shard, the next ones the
+// slot. One multiplication by an odd constant of the seeded key: the high
+// bits of the product depend on every bit of the key.
 func (m *MemoryStore) hash(from, to uint64) uint64 {
-	return fmix(to ^ from*0x9E3779B97F4A7C15 ^ m.seed)
+	x := to ^ m.seed ^ from*0xc4ceb9fe1a85ec53
+	x ^= x >> 29
+	return x * 0x9E3779B97F4A7C15
 }
 
 // lock locks p's shard and returns it with its hash.
@@ -213,7 +212,8 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64) *pairTable {
 			}
 		}
 	}
-	tb := &pairTable{from: from, clk: m.clock.Now().UnixNano()}
+	tb := &pairTable{from: from, clk: m.clock.Now().UnixNano(),
+		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
 	sh.tabs[from] = tb
 	sh.last = tb
 	return tb
@@ -228,9 +228,16 @@ func (tb *pairTable) state(s *slot) State {
 	return st
 }
 
+// wrote records that a slot's Due became d.
+func (tb *pairTable) wrote(d int64) {
+	tb.minDue = min(tb.minDue, d)
+	tb.passWrote = min(tb.passWrote, d)
+}
+
 // set stores st in s. Called with the shard's mu held.
 func (tb *pairTable) set(s *slot, st State) {
 	s.due, s.top = st.Due, uint32(st.Top)
+	tb.wrote(st.Due)
 	if st.Fails == 0 && st.Hold == 0 {
 		if s.flags&flagHold != 0 {
 			delete(tb.holds, s.key)
@@ -286,8 +293,10 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	tb.slots = make([]slot, n)
 	tb.live, tb.cursor = 0, 0
 	tb.limit = n * loadNum / loadDen
+	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
 	for i := range old {
 		if s := old[i]; s.key != 0 {
+			tb.minDue = min(tb.minDue, s.due)
 			j, _ := tb.slotOf(s.key, m.hash(tb.from, s.key)<<shardBits)
 			tb.slots[j] = s
 			tb.live++
@@ -339,9 +348,13 @@ func (m *MemoryStore) cross(sh *memShard) {
 		if o == sh || !o.mu.TryLock() {
 			continue
 		}
-		for _, tb := range o.tabs {
-			if budget -= m.sweep(o, tb, min(budget, len(tb.slots))); budget <= 0 {
-				break
+		if tb := o.last; tb != nil && len(o.tabs) == 1 {
+			budget -= m.sweep(o, tb, min(budget, len(tb.slots))) // no map iteration
+		} else {
+			for _, tb := range o.tabs {
+				if budget -= m.sweep(o, tb, min(budget, len(tb.slots))); budget <= 0 {
+					break
+				}
 			}
 		}
 		o.mu.Unlock()
@@ -353,12 +366,24 @@ func (m *MemoryStore) cross(sh *memShard) {
 // around it refreshes the clock, shrinks a table that is less than a
 // quarter full and drops an empty one. Called with sh.mu held.
 func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
-	now := min(max(sh.now, m.now.Load()), tb.clk)
+	asked := max(sh.now, m.now.Load())
+	if asked-int64(KeepAfterDue) < tb.minDue {
+		return 1 // nothing can have expired
+	}
+	if tb.clk-int64(KeepAfterDue) < tb.minDue {
+		tb.clk = m.clock.Now().UnixNano()
+		if tb.clk-int64(KeepAfterDue) < tb.minDue {
+			return 1
+		}
+	}
+	now := min(asked, tb.clk)
 	done := 0
 	for ; done < k; done++ {
 		if tb.cursor >= len(tb.slots) {
 			tb.cursor = 0
 			tb.clk = m.clock.Now().UnixNano()
+			tb.minDue = min(tb.passMin, tb.passWrote)
+			tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64
 			switch {
 			case tb.live == 0:
 				delete(sh.tabs, tb.from)
@@ -371,9 +396,12 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 			return done + 1
 		}
 		s := &tb.slots[tb.cursor]
-		if s.key != 0 && tb.state(s).Expired(now, failMemory) {
-			tb.delete(tb.cursor, m)
-			continue // the hole may have been filled: look again
+		if s.key != 0 {
+			if tb.state(s).Expired(now, failMemory) {
+				tb.delete(tb.cursor, m)
+				continue // the hole may have been filled: look again
+			}
+			tb.passMin = min(tb.passMin, s.due)
 		}
 		tb.cursor++
 	}
@@ -429,6 +457,7 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 	}
 	st, tk := old.Reserve(t, cost, m.nextID(sh))
 	s.due, s.top = st.Due, uint32(st.Top)
+	tb.wrote(st.Due)
 	m.step(sh, tb)
 	sh.mu.Unlock()
 	return tk, true

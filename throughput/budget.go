@@ -67,6 +67,7 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 		perHour = 0.5
 	}
 	b.interval = intervalOf(perHour / 3600)
+	b.b.setParams(0, b.interval, b.burst)
 }
 
 func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
@@ -99,7 +100,7 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 	if n < 1 {
 		return Reservation{err: ErrInvalidCount}
 	}
-	return reserveBucket(ctx, &b.b, b.opts, b.clock, t.UnixNano(), n, b.interval, b.burst, maxWait)
+	return reserveBucket(ctx, &b.b, b.opts, b.clock, t.UnixNano(), n, maxWait)
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be

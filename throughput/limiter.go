@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -126,10 +127,11 @@ const MaxMPS = 10_000
 // The zero Limiter is ready to use: it admits [Default] messages per second
 // on the real clock, as New(Default) does.
 type Limiter struct {
-	once  sync.Once // initialises a zero Limiter
-	clock clock.Clock
-	opts  options
-	b     memBucket // the bucket when opts.store is nil
+	once     sync.Once // initialises a zero Limiter
+	clock    clock.Clock
+	opts     options
+	b        memBucket   // the bucket when opts.store is nil
+	degraded atomic.Bool // the adaptive rate is below the configured one
 
 	mu          sync.Mutex // protects the fields below
 	mps         int
@@ -197,11 +199,9 @@ func (l *Limiter) setLocked(t int64, mps int) {
 
 func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
-	old := l.interval
 	l.burst, l.interval = b, intervalOf(r)
-	if old != 0 && l.opts.store == nil {
-		l.b.rescale(t, old, l.interval)
-	}
+	l.b.setParams(t, l.interval, l.burst)
+	l.degraded.Store(l.factor < 1)
 }
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
@@ -256,20 +256,16 @@ func (l *Limiter) HeldUntil() time.Time {
 	return time.Unix(0, h)
 }
 
-// params returns the bucket's figures at t, letting an adaptively lowered
-// rate recover first.
-func (l *Limiter) params(t int64) (time.Duration, int) {
+// recover lets an adaptively lowered rate recover by t.
+func (l *Limiter) recover(t int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.factor < 1 {
-		steps := int(time.Unix(0, t).Sub(l.lastChange) / recoverEvery)
-		if steps > 0 {
-			l.factor = min(1, l.factor+float64(steps)*recoverStep)
-			l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
-			l.applyLocked(t)
-		}
+	steps := int(time.Unix(0, t).Sub(l.lastChange) / recoverEvery)
+	if steps > 0 && l.factor < 1 {
+		l.factor = min(1, l.factor+float64(steps)*recoverStep)
+		l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
+		l.applyLocked(t)
 	}
-	return l.interval, l.burst
 }
 
 // AllowN reports whether n sends may be admitted at t, and if so records
@@ -299,23 +295,32 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 		return Reservation{err: ErrInvalidCount}
 	}
 	tn := t.UnixNano()
-	interval, burst := l.params(tn)
-	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, interval, burst, maxWait)
+	if l.degraded.Load() {
+		l.recover(tn)
+	}
+	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, maxWait)
 }
 
-// reserveBucket is the one decision of a Limiter or a Budget.
-func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, t int64, n int, interval time.Duration, burst int, maxWait time.Duration) Reservation {
-	if n > burst {
-		return Reservation{err: ErrBurstTooLarge}
-	}
+// reserveBucket is the one decision of a Limiter or a Budget, with the
+// figures b holds.
+func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, t int64, n int, maxWait time.Duration) Reservation {
 	var (
 		tk  BucketTicket
 		ok  bool
 		err error
 	)
 	if o.store == nil {
-		tk, ok = b.reserve(t, n, interval, burst, maxWait)
+		tk, ok, err = b.reserveLocal(t, n, maxWait)
+		if err != nil {
+			return Reservation{err: err}
+		}
 	} else {
+		b.mu.Lock()
+		interval, burst := b.interval, b.burst
+		b.mu.Unlock()
+		if n > burst {
+			return Reservation{err: ErrBurstTooLarge}
+		}
 		tk, ok, err = o.store.Reserve(ctx, o.key, time.Unix(0, t), n, interval, burst, maxWait)
 		if err != nil {
 			return Reservation{err: &StoreError{Op: "reserve", Err: err}}

@@ -226,14 +226,43 @@ func (s TierState) Release(tk TierTicket) bool {
 // memStore is the in-memory bucket state behind a Limiter or Budget with
 // no Store: one lock orders and decides every call.
 type memBucket struct {
-	mu  sync.Mutex // protects s and seq
-	s   BucketState
-	seq uint64
+	mu       sync.Mutex // protects the fields below
+	s        BucketState
+	seq      uint64
+	interval time.Duration // the figures of the owner's local decisions
+	burst    int
+}
+
+// setParams sets the figures of local decisions at t, keeping the tokens
+// the bucket holds.
+func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.interval != 0 && b.s.TAT > t {
+		b.s.TAT = t + int64(float64(b.s.TAT-t)*float64(interval)/float64(b.interval))
+	}
+	b.interval, b.burst = interval, burst
+}
+
+// reserveLocal is reserve with the bucket's own figures. It reports
+// ErrBurstTooLarge for n above the burst.
+func (b *memBucket) reserveLocal(t int64, n int, maxWait time.Duration) (BucketTicket, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.burst {
+		return BucketTicket{}, false, ErrBurstTooLarge
+	}
+	tk, ok := b.reserveLocked(t, n, b.interval, b.burst, maxWait)
+	return tk, ok, nil
 }
 
 func (b *memBucket) reserve(t int64, n int, interval time.Duration, burst int, maxWait time.Duration) (BucketTicket, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.reserveLocked(t, n, interval, burst, maxWait)
+}
+
+func (b *memBucket) reserveLocked(t int64, n int, interval time.Duration, burst int, maxWait time.Duration) (BucketTicket, bool) {
 	if n > burst || n < 1 {
 		return BucketTicket{}, false
 	}
@@ -265,16 +294,6 @@ func (b *memBucket) hold() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.s.Hold
-}
-
-// rescale keeps the tokens the bucket holds at t when its interval changes
-// from old to new.
-func (b *memBucket) rescale(t int64, old, new time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.s.TAT > t && old > 0 {
-		b.s.TAT = t + int64(float64(b.s.TAT-t)*float64(new)/float64(old))
-	}
 }
 
 // MemoryStore is an in-memory [Store]: what a Limiter, Budget or Tier does
