@@ -18,7 +18,7 @@ type admission struct {
 	pair  pairlimit.Pair
 	slots []slot
 	pr    pairlimit.Reservation // zero for MarkRead
-	tier  bool                  // the tier counted the recipient for this attempt
+	tier  *throughput.Claim     // the tier's count of the recipient, if claimed
 }
 
 // slot is one admitted message: when it may go.
@@ -49,9 +49,9 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 			a.pr = a.c.pairs.ReserveN(at, a.pair, counted)
 		}
 	}
-	if counted == 0 && a.tier {
-		a.c.tierGiveBack(t, a.pair)
-		a.tier = false
+	if counted == 0 && a.tier != nil {
+		a.tier.Release() // gives back only a recipient this claim counted anew
+		a.tier = nil
 	}
 }
 
@@ -127,16 +127,21 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 		}
 		// 5. The tier.
 		if c.tier != nil && s.countsTowardTier(i, n) {
-			ok, retryAt := c.tier.Admit(first, s.pair.To())
-			if !ok {
+			cl := c.tier.ClaimParsed(first, s.to)
+			if err := cl.Err(); err != nil {
 				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, err)
+			}
+			if !cl.OK() {
+				a.settle(now, 0, 0)
+				retryAt := cl.RetryAt()
 				if retryAt.IsZero() || (!s.deadline.IsZero() && retryAt.After(s.deadline)) {
 					return nil, s.backpressure(errcodes.HoldTier, retryAt.Sub(start))
 				}
 				notBefore = retryAt
 				continue
 			}
-			a.tier = true
+			a.tier = &cl
 		}
 		return a, nil
 	}
@@ -201,8 +206,3 @@ func (s *sending) late(at, start time.Time, hold errcodes.Hold) error {
 func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
 	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
 }
-
-// tierGiveBack gives back the tier's count of p's recipient at t, for a
-// message that was never sent.
-// TODO(cores): call the Tier's give-back once it lands.
-func (c *Client) tierGiveBack(t time.Time, p pairlimit.Pair) {}

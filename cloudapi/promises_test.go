@@ -413,7 +413,6 @@ func TestOptionsOneWay(t *testing.T) {
 // Promise 3: tier capacity reserved for a message that never went out is
 // given back.
 func TestTierGivenBackWhenNotSent(t *testing.T) {
-	t.Skip("waits for the Tier give-back from the cores branch")
 	synctest.Test(t, func(t *testing.T) {
 		tier := throughput.NewTier(1)
 		h := newHarness(t, nil, cloudapi.WithTier(tier))
