@@ -849,3 +849,51 @@ func LocationRequest(to, body string) Message {
 	m.err = checkText("interactive.body.text", body, true, 1024)
 	return m
 }
+
+// WithFooter returns m with a footer of 1 to 60 characters. Only
+// interactive messages (Buttons, List, CallToAction) have footers; for
+// other messages Validate reports an error.
+func (m Message) WithFooter(text string) Message {
+	p, ok := m.payload.(interactivePayload)
+	if !ok || p.Type == "location_request_message" {
+		return m.withErr(invalid("interactive.footer", "only button, list and call-to-action messages have a footer"))
+	}
+	p.Footer = &struct {
+		Text string `json:"text"`
+	}{text}
+	m.payload = p
+	return m.withErr(checkText("interactive.footer.text", text, true, 60))
+}
+
+// WithHeader returns m with a header: a text of 1 to 60 characters, or,
+// for Buttons and CallToAction only, an image, video or document (set one
+// of text and media; kind is KindImage, KindVideo or KindDocument).
+func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
+	p, ok := m.payload.(interactivePayload)
+	if !ok || p.Type == "location_request_message" {
+		return m.withErr(invalid("interactive.header", "only button, list and call-to-action messages have a header"))
+	}
+	switch {
+	case (text == "") == (media == nil):
+		return m.withErr(invalid("interactive.header", "set exactly one of text and media"))
+	case media == nil:
+		p.Header = map[string]any{"type": "text", "text": text}
+		m.payload = p
+		return m.withErr(checkText("interactive.header.text", text, true, 60))
+	case p.Type == "list":
+		return m.withErr(invalid("interactive.header", "a list message's header is text only"))
+	case kind != KindImage && kind != KindVideo && kind != KindDocument:
+		return m.withErr(invalid("interactive.header.type", "must be image, video or document"))
+	}
+	p.Header = map[string]any{"type": string(kind), string(kind): *media}
+	m.payload = p
+	return m.withErr(media.validate("interactive.header." + string(kind)))
+}
+
+// withErr records err as m's validation error unless m already has one.
+func (m Message) withErr(err error) Message {
+	if m.err == nil {
+		m.err = err
+	}
+	return m
+}

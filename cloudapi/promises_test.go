@@ -628,3 +628,35 @@ func TestPairStoreErrorSendsNothing(t *testing.T) {
 		}
 	})
 }
+
+// Issue 12 section 5: headers and footers on interactive messages.
+func TestInteractiveHeadersAndFooters(t *testing.T) {
+	t.Parallel()
+	img := &cloudapi.Media{Link: "https://example.com/a.png"}
+	buttons := cloudapi.Buttons(alice, "pick", cloudapi.Button{ID: "y", Title: "Yes"})
+	list := cloudapi.List(alice, "menu", "open", cloudapi.Section{Rows: rows(2)})
+	for name, tc := range map[string]struct {
+		m     cloudapi.Message
+		field string // "" when valid
+	}{
+		"buttons text header and footer": {buttons.WithHeader("Your order", "", nil).WithFooter("Reply within 24 h"), ""},
+		"buttons image header":           {buttons.WithHeader("", cloudapi.KindImage, img), ""},
+		"list text header":               {list.WithHeader("Menu", "", nil).WithFooter("Prices incl. VAT"), ""},
+		"cta footer":                     {cloudapi.CallToAction(alice, "b", "Open", "https://example.com").WithFooter("f"), ""},
+		"list media header":              {list.WithHeader("", cloudapi.KindImage, img), "interactive.header"},
+		"long footer":                    {buttons.WithFooter(strings.Repeat("f", 61)), "interactive.footer.text"},
+		"long header":                    {buttons.WithHeader(strings.Repeat("h", 61), "", nil), "interactive.header.text"},
+		"both":                           {buttons.WithHeader("t", cloudapi.KindImage, img), "interactive.header"},
+		"sticker header":                 {buttons.WithHeader("", cloudapi.KindSticker, img), "interactive.header.type"},
+		"text with footer":               {cloudapi.Text(alice, "hi").WithFooter("f"), "interactive.footer"},
+	} {
+		err := tc.m.Validate()
+		var ve *cloudapi.ValidationError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.field != "" && (!errors.As(err, &ve) || ve.Field != tc.field):
+			t.Errorf("%s: Validate = %v, want field %s", name, err, tc.field)
+		}
+	}
+}
