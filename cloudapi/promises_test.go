@@ -660,3 +660,38 @@ func TestInteractiveHeadersAndFooters(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 section 5: media upload, URL retrieval and download, with the
+// token sent only to Meta.
+func TestMediaRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		content := []byte("%PDF-1.7 invoice")
+		id, err := h.c.UploadMedia(t.Context(), number, "invoice.pdf", "application/pdf", bytes.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.c.Send(t.Context(), number, cloudapi.Document(alice, cloudapi.Media{ID: id, Filename: "invoice.pdf"})); err != nil {
+			t.Fatal(err)
+		}
+		info, err := h.c.GetMedia(t.Context(), id)
+		if err != nil || info.ID != id || info.MIMEType != "application/pdf" || info.FileSize.String() != fmt.Sprint(len(content)) {
+			t.Fatalf("GetMedia = %+v, %v", info, err)
+		}
+		var got bytes.Buffer
+		if n, err := h.c.DownloadMedia(t.Context(), info.URL, &got); err != nil || n != int64(len(content)) || !bytes.Equal(got.Bytes(), content) {
+			t.Fatalf("DownloadMedia = %d, %v: %q", n, err, got.Bytes())
+		}
+		for _, u := range []string{"https://evil.example/x", "http://lookaside.fbsbx.com/x", "https://fbsbx.com.evil.example/x", "file:///etc/passwd"} {
+			if _, err := h.c.DownloadMedia(t.Context(), u, io.Discard); !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Errorf("DownloadMedia(%s) = %v, want refused", u, err)
+			}
+		}
+		if _, err := h.c.GetMedia(t.Context(), "42"); !errors.As(err, new(*errcodes.Error)) {
+			t.Errorf("unknown media: %v", err)
+		}
+		if _, err := h.c.UploadMedia(t.Context(), number, "a.png", "", bytes.NewReader(content)); !errors.As(err, new(*cloudapi.ValidationError)) {
+			t.Errorf("upload without type: %v", err)
+		}
+	})
+}

@@ -105,13 +105,9 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	if len(msgs) == 0 {
 		return nil, invalid("messages", "no message to send")
 	}
-	fromID, err := phone.ParseFrom(from)
+	fromID, err := phoneID(from)
 	if err != nil {
-		var pe *phone.Error
-		if errors.As(err, &pe) {
-			return nil, invalid("from", pe.Reason)
-		}
-		return nil, invalid("from", "not a phone number ID")
+		return nil, err
 	}
 	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
@@ -151,6 +147,20 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	}
 	s.deadline = deadlineOf(ctx, msgs, c.clock.Now())
 	return s, nil
+}
+
+// phoneID parses a business phone number ID, or returns a
+// *ValidationError on "from".
+func phoneID(from string) (uint64, error) {
+	id, err := phone.ParseFrom(from)
+	if err != nil {
+		var pe *phone.Error
+		if errors.As(err, &pe) {
+			return 0, invalid("from", pe.Reason)
+		}
+		return 0, invalid("from", "not a phone number ID")
+	}
+	return id, nil
 }
 
 // deadlineOf is the earliest of the messages' freshness deadlines and ctx's.

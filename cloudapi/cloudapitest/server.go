@@ -168,6 +168,8 @@ type Server struct {
 	requests []Request
 	seq      int
 	srv      *httptest.Server
+	media    map[string]mediaAsset // uploads by media ID
+	mediaSeq int
 }
 
 type scripted struct {
@@ -321,6 +323,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle decides the answer to r, records it, and returns the recorded
 // response and the scripted failure that applied, if any.
 func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) {
+	if w, ok := s.handleMedia(r); ok {
+		return w, nil
+	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
 	now := s.clock.Now()
