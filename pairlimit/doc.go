@@ -42,14 +42,41 @@
 // Meta and owe more than the limiter thinks. A burst cap ([WithBurstCap])
 // lowers the largest n a reservation may hold.
 //
+// [Limiter.ReadyAt] tells when a pair could take n messages without
+// reserving anything, in the manner of rate.Limiter.TokensAt, so that a
+// caller weighing several limits never leaves a probe's debt behind.
+// [Reservation.CancelAt] gives back exactly what a reservation took: the
+// latest one, or each in the reverse order of reserving, never below a
+// 131056 hold applied since; a second cancel is harmless.
+//
+// A recipient is a phone number or a business-scoped user ID (BSUID,
+// "CO.1949266959121697"), the identifier Meta gives users who adopted a
+// username. A BSUID pair is paced exactly like a phone pair; a phone number
+// and a BSUID are different pairs even for one user.
+//
 // When Meta answers 131056 anyway (another process sends on the same number,
 // or a clock drifted), [Limiter.Refused] holds that pair for Meta's 4^X
 // seconds ([backoff.Meta]), X counting its consecutive refusals;
 // [Limiter.Accepted] resets the count. Other pairs are untouched.
 //
-// The decision is a pure function of one pair's small state, the instant and
-// n, so that the same rule can later run in a shared store (one script per
-// decision) for senders that span several processes.
+// # Stores
+//
+// The decision is a pure function of one pair's small [State], the instant
+// and the policy's figures. A [Store] keeps the states and applies one rule
+// per call (one Lua script on Redis), so that several limiters, in one
+// process or many, pace the same pairs as one ([WithStore]). The default
+// is a [MemoryStore] of the limiter's own: 1,024 shards of pointer-free
+// open-addressing tables, which spend memory only on pairs that still owe
+// or carry a recent 131056, whatever the pattern of calls: expired states
+// are swept a few slots per call, and judged against the earlier of the
+// latest instant asked and the clock, so a reservation asked at a future
+// instant never makes another pair's debt look repaid. Pass [WithClock]
+// when the instants you pass are not the real time. A decision the store
+// cannot make is a Reservation that is not OK with an error matching
+// [ErrStore]: nothing was reserved, nothing may be sent.
+//
+// The zero Limiter is ready to use, as New(Meta) with its own memory
+// store; the zero Reservation is not OK and cancelling it does nothing.
 //
 // # Time
 //
@@ -62,8 +89,10 @@
 //
 // # Errors
 //
-// [NewPair] rejects what cannot be a phone number with a [*NumberError]
-// (matching [ErrInvalidNumber]); its message never repeats the number.
+// [NewPair] rejects what cannot be a phone number or a BSUID with a
+// [*NumberError] (matching [ErrInvalidNumber], and [ErrUnsupportedBSUID] for
+// a well-formed BSUID that cannot be keyed losslessly); its message never
+// repeats the number.
 // [Limiter.WaitN] fails at once with [ErrBurstTooLarge], [ErrInvalidCount],
 // [ErrZeroPair], or [ErrDeadline] when the wait cannot end before the
 // context's deadline:

@@ -26,11 +26,13 @@
 //
 // # Model
 //
-// Limiter and Budget are token buckets ([golang.org/x/time/rate], used only
-// through its explicit-time methods) whose burst and rate are chosen so that
-// no window of the limit's length ever admits more than the limit: a bucket
-// whose burst equals its rate admits almost twice the rate within one
-// second. Limiter uses a burst of 1 % (at least one) and a rate of the rest
+// Limiter and Budget are token buckets, kept as a generic cell rate
+// algorithm ([BucketState]: one instant per bucket) and decided in one
+// critical section per call, so that instants asked in any order and from
+// any number of goroutines never admit more than the rate. Burst and rate
+// are chosen so that no window of the limit's length ever admits more than
+// the limit: a bucket whose burst equals its rate admits almost twice the
+// rate within one second. Limiter uses a burst of 1 % (at least one) and a rate of the rest
 // of the per-second figure, so the sustained rate is 98.75 % of it at 80,
 // 99 % at 1,000, and at least 95 % for any figure of 20 and up.
 //
@@ -39,7 +41,36 @@
 // refusals up to 30 s, and (unless [WithAdaptiveRate](false)) cuts the rate
 // to 3/4, recovering a tenth of it every 10 s; after 131057 or 2494100
 // (maintenance) it polls every 10 s, 20 s, 40 s, then every minute.
-// [Limiter.SetMPSAt] applies a new figure after an upgrade.
+// [Limiter.SetMPSAt] applies a new figure after an upgrade. Figures above
+// [MaxMPS] are clamped.
+//
+// A [Tier] counts a recipient (a phone number or a business-scoped user
+// ID; the two are different recipients) from its latest admitted send for
+// 24 hours. [Tier.Claim] admits and returns a [Claim] whose Release gives
+// the count back when the message never went out. A limit of 0 admits no
+// new recipient and answers a retry 24 hours on; a negative limit is
+// [Unlimited]; [Tier.SetLimit] follows Meta's tier changes.
+//
+// Reservations give back exactly what they took ([Reservation.CancelAt]):
+// the latest reservation, or each in the reverse order of reserving.
+//
+// # Shared state
+//
+// By default each Limiter, Budget and Tier keeps its state in memory. With
+// [WithStore] it keeps it in a [Store] under a key, so that the limits of
+// one number, app or portfolio hold across processes: each decision is one
+// store call (one Lua script on Redis), on the instant and figures the
+// caller passes, and the rules a store implements are the pure methods of
+// [BucketState] and [TierState]. [MemoryStore] is the reference store. A
+// decision the store cannot make is not OK, with an error matching
+// [ErrStore]: nothing was reserved, so nothing may be sent.
+//
+// # Zero values
+//
+// The zero Limiter admits [Default] messages per second, the zero Budget
+// [BudgetDefault] calls per hour, both on the real clock; the zero Tier is a
+// tier of 0; the zero Reservation and Claim are not OK. No method panics on
+// them.
 //
 // # Time
 //
@@ -50,7 +81,8 @@
 //
 // # Errors
 //
-// WaitN fails at once, reserving nothing, with [ErrBurstTooLarge] or with
+// WaitN fails at once, reserving nothing, with [ErrBurstTooLarge],
+// [ErrInvalidCount], a [*StoreError] (matching [ErrStore]), or with
 // [ErrDeadline] when the wait cannot end before the context's deadline:
 //
 //	if err := lim.Wait(ctx); errors.Is(err, throughput.ErrDeadline) { ... }

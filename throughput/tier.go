@@ -44,12 +44,11 @@ type Tier struct {
 	clock clock.Clock
 	opts  options
 
-	mu    sync.Mutex       // protects the fields below
-	limit int              // set by NewTier or SetLimit
-	last  map[uint64]int64 // recipient -> unix ns of its latest admitted send
-	queue []tierEntry      // admissions in time order; entries superseded by a later send are stale
-	head  int              // first live index of queue
-	high  int              // most recipients counted since last was rebuilt
+	mu    sync.Mutex  // protects the fields below
+	limit int         // set by NewTier or SetLimit
+	last  u64map      // recipient -> unix ns of its latest admitted send
+	queue []tierEntry // admissions in time order; entries superseded by a later send are stale
+	head  int         // first live index of queue
 }
 
 type tierEntry struct {
@@ -121,8 +120,8 @@ func (c Claim) Release() {
 	t := c.tier
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.last[c.tk.To] == c.tk.At {
-		delete(t.last, c.tk.To) // its queue entry is now stale
+	if at, ok := t.last.get(c.tk.To); ok && at == c.tk.At {
+		t.last.del(c.tk.To) // its queue entry is now stale
 	}
 }
 
@@ -174,13 +173,10 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	if t.limit == Unlimited {
 		return Claim{ok: true}
 	}
-	if t.last == nil {
-		t.last = make(map[uint64]int64)
-	}
 	t.expire(n)
-	if prev, counted := t.last[key]; counted {
+	if prev, counted := t.last.get(key); counted {
 		if n > prev {
-			t.last[key] = n
+			t.last.set(key, n)
 			t.push(key, n)
 		}
 		return Claim{tier: t, tk: TierTicket{To: key, At: max(prev, n)}, ok: true}
@@ -188,13 +184,12 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	if t.limit == 0 {
 		return Claim{retryAt: time.Unix(0, satAdd(n, int64(TierWindow)))}
 	}
-	if len(t.last) >= t.limit {
+	if t.last.live >= t.limit {
 		// The oldest count expires after now (expire dropped the others),
 		// and never at or before it.
 		return Claim{retryAt: time.Unix(0, max(t.oldest()+int64(TierWindow), n+1))}
 	}
-	t.last[key] = n
-	t.high = max(t.high, len(t.last))
+	t.last.set(key, n)
 	t.push(key, n)
 	return Claim{tier: t, tk: TierTicket{To: key, At: n, New: true}, ok: true}
 }
@@ -216,16 +211,23 @@ func (t *Tier) Count(now time.Time) int {
 		return 0
 	}
 	t.expire(now.UnixNano())
-	return len(t.last)
+	return t.last.live
+}
+
+// current reports whether e is its recipient's latest admission.
+// Called with t.mu held.
+func (t *Tier) current(e tierEntry) bool {
+	at, ok := t.last.get(e.to)
+	return ok && at == e.at
 }
 
 // push appends an admission, compacting the queue once stale entries
 // outnumber live ones. Called with t.mu held.
 func (t *Tier) push(to uint64, at int64) {
-	if len(t.queue)-t.head > 2*len(t.last)+64 {
+	if len(t.queue)-t.head > 2*t.last.live+64 {
 		live := t.queue[:0]
 		for _, e := range t.queue[t.head:] {
-			if t.last[e.to] == e.at {
+			if t.current(e) {
 				live = append(live, e)
 			}
 		}
@@ -240,24 +242,18 @@ func (t *Tier) push(to uint64, at int64) {
 func (t *Tier) expire(now int64) {
 	limit := now - int64(TierWindow)
 	for t.head < len(t.queue) && t.queue[t.head].at <= limit {
-		e := t.queue[t.head]
-		if t.last[e.to] == e.at {
-			delete(t.last, e.to)
+		if e := t.queue[t.head]; t.current(e) {
+			t.last.del(e.to)
 		}
 		t.head++
-	}
-	// Go maps do not shrink: rebuild one that has emptied out.
-	if t.high > 1024 && len(t.last) < t.high/4 {
-		m := make(map[uint64]int64, len(t.last))
-		for k, v := range t.last {
-			m[k] = v
-		}
-		t.last, t.high = m, len(m)
 	}
 	if t.head > 1024 && t.head > len(t.queue)/2 {
 		n := copy(t.queue, t.queue[t.head:])
 		clear(t.queue[n:])
 		t.queue, t.head = t.queue[:n], 0
+	}
+	if t.head == len(t.queue) && cap(t.queue) > 1024 {
+		t.queue, t.head = nil, 0 // all expired: free the queue
 	}
 }
 
@@ -265,7 +261,7 @@ func (t *Tier) expire(now int64) {
 // held and at least one recipient counted.
 func (t *Tier) oldest() int64 {
 	for t.head < len(t.queue) {
-		if e := t.queue[t.head]; t.last[e.to] == e.at {
+		if e := t.queue[t.head]; t.current(e) {
 			return e.at
 		}
 		t.head++ // stale: a later send superseded it

@@ -1,0 +1,208 @@
+package cloudapi
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// admission is what one attempt holds: a slot of the number per message,
+// one pair reservation for all of them, and the tier's count.
+type admission struct {
+	c     *Client
+	pair  pairlimit.Pair
+	slots []slot
+	pr    pairlimit.Reservation // zero for MarkRead
+	tier  *throughput.Claim     // the tier's count of the recipient, if claimed
+}
+
+// slot is one admitted message: when it may go.
+type slot struct {
+	at  time.Time
+	num throughput.Reservation
+}
+
+// first is the instant the first message may go.
+func (a *admission) first() time.Time { return a.slots[0].at }
+
+// settle gives back, at t, what the attempt's messages did not use: the
+// number's slots from index attempted on (never requested), and the pair's
+// debt beyond the first counted messages (those Meta accepted or may
+// have). With nothing counted, the tier's count is given back too.
+func (a *admission) settle(t time.Time, counted, attempted int) {
+	for k := attempted; k < len(a.slots); k++ {
+		a.slots[k].num.CancelAt(t)
+	}
+	if a.pr.OK() && counted < len(a.slots) {
+		// Give the reservation back exactly, then reserve again the
+		// bubbles that count, at the same instant: the pair owes for them
+		// alone.
+		at := a.pr.TimeToAct()
+		a.pr.Refund()
+		a.pr = pairlimit.Reservation{}
+		if counted > 0 {
+			a.pr = a.c.pairs.ReserveN(at, a.pair, counted)
+		}
+	}
+	if counted == 0 && a.tier != nil {
+		a.tier.Release() // gives back only a recipient this claim counted anew
+		a.tier = nil
+	}
+}
+
+// admit reserves, for messages [i, i+n), the number (one slot each), the
+// pair (n together) and the tier, at instants that agree, in named steps:
+//
+//  1. known waits: a retry's least wait, a budget hold, the pair's debt
+//     (asked without reserving anything), checked against the deadline and
+//     waited out holding nothing;
+//  2. the number, asked now: its queue sets a campaign's pace, and a bucket
+//     asked at future instants would push every other recipient back;
+//  3. the pair, at the number's slot, so that Meta sees the burst start
+//     exactly when the pair limiter said; if another send to the same user
+//     came in between, everything is given back and step 1 waits for it;
+//  4. the deadline: a slot past it gives everything back and fails with a
+//     *BackpressureError;
+//  5. the tier, for business-initiated templates; a full tier waits
+//     (step 1) until its oldest count expires, or fails when that is past
+//     the deadline.
+func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
+	c := s.c
+	start := c.clock.Now()
+	window := c.pairs.Policy().BurstWindow
+	for {
+		now := c.clock.Now()
+		// 1. Known waits.
+		at, hold, err := s.knownWait(now, n, notBefore)
+		if err != nil {
+			return nil, s.notSubmitted(i, err)
+		}
+		if at.After(now) {
+			if err := s.late(at, start, hold); err != nil {
+				return nil, err
+			}
+			if err := clockwait.Until(s.ctx, c.clock, at); err != nil {
+				return nil, s.notSubmitted(i, err)
+			}
+			continue
+		}
+		// 2. The number, now.
+		a := &admission{c: c, pair: s.pair, slots: make([]slot, n)}
+		num := c.Number(s.from)
+		for k := range a.slots {
+			a.slots[k].num = num.ReserveN(now, 1)
+			a.slots[k].at = a.slots[k].num.TimeToAct()
+			if !a.slots[k].num.OK() {
+				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, errors.New("cloudapi: the number's throughput limiter refused the reservation"))
+			}
+		}
+		first, last := a.first(), a.slots[n-1].at
+		// 3. The pair, at the number's slot.
+		if !s.pair.IsZero() {
+			if last.Sub(first) >= window {
+				a.settle(now, 0, 0)
+				return nil, fmt.Errorf("cloudapi: %d bubbles take %v at the number's throughput, not within the pair's %v burst window: %w",
+					n, last.Sub(first), window, pairlimit.ErrBurstTooLarge)
+			}
+			a.pr = c.pairs.ReserveN(first, s.pair, n)
+			if !a.pr.OK() { // a store error: nothing reserved
+				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, a.pr.Err())
+			}
+			if ap := a.pr.TimeToAct(); ap.After(first) {
+				a.settle(now, 0, 0) // another send to this user came in between
+				continue
+			}
+		}
+		// 4. The deadline.
+		if err := s.late(last, start, errcodes.HoldPhoneNumber); err != nil {
+			a.settle(now, 0, 0)
+			return nil, err
+		}
+		// 5. The tier.
+		if c.tier != nil && s.countsTowardTier(i, n) {
+			cl := c.tier.ClaimParsed(first, s.to)
+			if err := cl.Err(); err != nil {
+				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, err)
+			}
+			if !cl.OK() {
+				a.settle(now, 0, 0)
+				retryAt := cl.RetryAt()
+				if retryAt.IsZero() || (!s.deadline.IsZero() && retryAt.After(s.deadline)) {
+					return nil, s.backpressure(errcodes.HoldTier, retryAt.Sub(start))
+				}
+				notBefore = retryAt
+				continue
+			}
+			a.tier = &cl
+		}
+		return a, nil
+	}
+}
+
+// knownWait returns the earliest instant messages could be admitted that is
+// known without reserving anything, and the limit that sets it: the pair's
+// is asked with pairlimit's read-only ReadyAt.
+func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Time, errcodes.Hold, error) {
+	c := s.c
+	at, hold := notBefore, errcodes.HoldPair
+	if s.last != 0 {
+		hold = errcodes.Lookup(s.last).Hold
+	}
+	if h := c.budget.HeldUntil(); h.After(at) {
+		at, hold = h, errcodes.HoldApp
+		if s.last != 0 && errcodes.Lookup(s.last).Hold == errcodes.HoldWABA {
+			hold = errcodes.HoldWABA
+		}
+	}
+	if !s.pair.IsZero() && !at.After(now) {
+		ready, err := c.pairs.ReadyAt(now, s.pair, n)
+		if err != nil {
+			return at, hold, err
+		}
+		if ready.After(now) {
+			at, hold = ready, errcodes.HoldPair
+		}
+	}
+	return at, hold, nil
+}
+
+// notSubmitted is the error of message i when admission ends before
+// anything was sent.
+func (s *sending) notSubmitted(i int, err error) error {
+	return &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[i], Attempts: s.attempts[i], Err: err}
+}
+
+// countsTowardTier reports whether one of messages [i, i+n) is
+// business-initiated in the sense of messaging tiers.
+func (s *sending) countsTowardTier(i, n int) bool {
+	for _, m := range s.msgs[i : i+n] {
+		if m.countsTowardTier() {
+			return true
+		}
+	}
+	return false
+}
+
+// late returns a *BackpressureError when a message going at `at` misses the
+// deadline, naming the limit that set `at`.
+func (s *sending) late(at, start time.Time, hold errcodes.Hold) error {
+	if s.deadline.IsZero() || !at.After(s.deadline) {
+		return nil
+	}
+	if s.pair.IsZero() && hold == errcodes.HoldPair {
+		hold = errcodes.HoldPhoneNumber
+	}
+	return s.backpressure(hold, at.Sub(start))
+}
+
+func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
+	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
+}
