@@ -60,6 +60,7 @@ type Client struct {
 	defaultMPS int
 	mpsFor     map[string]int
 	tpOpts     []throughput.Option
+	store      Store  // with WithStore: where the limits the Client builds keep their state
 	salt       []byte // keys the pair pseudonyms in logs
 	newKey     func() string
 	idemKeys   int
@@ -306,10 +307,10 @@ func New(token string, opts ...Option) (*Client, error) {
 		}
 	}
 	if c.pairs == nil {
-		c.pairs = pairlimit.New(pairlimit.Meta, pairlimit.WithClock(c.clock))
+		c.pairs = pairlimit.New(pairlimit.Meta, c.pairOptions()...)
 	}
 	if c.budget == nil {
-		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithClock(c.clock))
+		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, c.budgetOptions()...)
 	}
 	c.idem = newIdemMemory(c.idemKeys, c.idemAge)
 	c.salt = make([]byte, 16)
@@ -329,7 +330,7 @@ func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
 		if !ok {
 			mps = c.defaultMPS
 		}
-		l = throughput.New(mps, append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)...)
+		l = throughput.New(mps, c.numberOptions(phoneNumberID)...)
 		c.numbers[phoneNumberID] = l
 	}
 	return l

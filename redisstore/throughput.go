@@ -13,7 +13,7 @@ import (
 // tiers of portfolios, in the same Redis under the same prefix.
 // (pairlimit.Store and throughput.Store both name methods Reserve and
 // Cancel, so one type cannot implement both.)
-func (s *Store) Throughput() *Throughput { return &Throughput{s: s} }
+func (s *Store) Throughput() throughput.Store { return &Throughput{s: s} }
 
 // Throughput implements [throughput.Store] on Redis, one script per
 // decision. Get it from [Store.Throughput]. It is safe for concurrent use.
