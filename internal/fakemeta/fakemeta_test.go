@@ -1,4 +1,4 @@
-package main
+package fakemeta
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func start(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var out bytes.Buffer
-	go func() { done <- run(ctx, append(args, "-addr-file", file), &syncWriter{w: &out}, io.Discard) }()
+	go func() { done <- Run(ctx, append(args, "-addr-file", file), &syncWriter{w: &out}, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -172,7 +172,7 @@ func TestSignedWebhooks(t *testing.T) {
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-mps", "0"}, {"-number-mps", "abc=3"}, {"-fail", "x"}, {"-maintenance", "1=-1s"},
-		{"-webhook", "ftp://x"}, {"extra"},
+		{"-webhook", "ftp://x"}, {"extra"}, {"-pair-burst", "0"}, {"-pair-interval", "0s"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)

@@ -1,11 +1,13 @@
-package main
+package fakemeta
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,6 +57,25 @@ type record struct {
 	Dropped bool `json:"dropped,omitempty"`
 }
 
+// FetchStats asks the fake at base URL for its Stats.
+func FetchStats(ctx context.Context, base string) (Stats, error) {
+	var s Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/_fake/stats", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("fakemeta: stats: HTTP %d", resp.StatusCode)
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&s)
+	return s, err
+}
+
 // Stats is the answer of GET /_fake/stats.
 type Stats struct {
 	Requests   int            `json:"requests"`
@@ -72,6 +93,7 @@ func newApp(c config) *app {
 	opts := []cloudapitest.Option{
 		cloudapitest.WithThroughput(c.mps),
 		cloudapitest.WithAppSecret(c.appSecret),
+		cloudapitest.WithPairRule(c.pairInterval, c.pairBurst, c.pairWindow),
 	}
 	for id, n := range c.numberMPS {
 		opts = append(opts, cloudapitest.WithNumberThroughput(id, n))
