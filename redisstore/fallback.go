@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
 )
 
 // localBit marks the IDs of tickets the local fallback handed out, so that
@@ -14,8 +15,9 @@ import (
 // reach it.
 const localBit = 1 << 63
 
-// WithLocalFallback makes the Store decide in this process's memory while
-// Redis cannot be reached, instead of failing closed with ErrUnavailable.
+// WithLocalFallback makes the Store (and its Throughput) decide in this
+// process's memory while Redis cannot be reached, instead of failing closed
+// with ErrUnavailable.
 // c is the clock the in-memory store judges expiry by (the real clock if
 // nil).
 //
@@ -33,6 +35,7 @@ func WithLocalFallback(c clock.Clock) Option {
 			c = clock.New()
 		}
 		s.local = pairlimit.NewMemoryStore(c)
+		s.localTP = throughput.NewMemoryStore()
 	}
 }
 
@@ -57,4 +60,28 @@ func (s *Store) localCancel(ctx context.Context, p pairlimit.Pair, t time.Time, 
 	tk.ID &^= localBit
 	tk.PrevTop &^= localBit
 	return s.local.Cancel(ctx, p, t, tk)
+}
+
+func (th *Throughput) fallback(err error) bool {
+	return th.s.localTP != nil && errors.Is(err, ErrUnavailable)
+}
+
+func (th *Throughput) localReserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughput.BucketTicket, bool, error) {
+	tk, ok, err := th.s.localTP.Reserve(ctx, key, t, n, interval, burst, maxWait)
+	if ok {
+		tk.ID |= localBit
+		if tk.PrevTop != 0 {
+			tk.PrevTop |= localBit
+		}
+	}
+	return tk, ok, err
+}
+
+func (th *Throughput) localCancel(ctx context.Context, key string, t time.Time, tk throughput.BucketTicket) (bool, error) {
+	if th.s.localTP == nil {
+		return false, nil
+	}
+	tk.ID &^= localBit
+	tk.PrevTop &^= localBit
+	return th.s.localTP.Cancel(ctx, key, t, tk)
 }

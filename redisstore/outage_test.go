@@ -10,6 +10,7 @@ import (
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/redisstore"
+	"github.com/wapace/wapace/throughput"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -65,5 +66,36 @@ func TestLocalFallbackDecidesDuringOutage(t *testing.T) {
 	b.CancelAt(t0)
 	if c := lim.ReserveN(t0, p, 1); !c.TimeToAct().Equal(b.TimeToAct()) {
 		t.Errorf("the local give-back did not reach the local store: %v", c.TimeToAct())
+	}
+}
+
+func TestLocalFallbackCoversThroughput(t *testing.T) {
+	s, kill := killable(t, redisstore.WithTimeout(300*time.Millisecond), redisstore.WithLocalFallback(clock.New()))
+	num := throughput.New(1, throughput.WithStore(s.Throughput(), "106540352242922"))
+	kill()
+	a, b := num.ReserveN(t0, 1), num.ReserveN(t0, 1)
+	if !a.OK() || !b.OK() || !b.TimeToAct().After(a.TimeToAct()) {
+		t.Fatalf("fallback: %v %v, %v then %v", a.Err(), b.Err(), a.TimeToAct(), b.TimeToAct())
+	}
+	tier := throughput.NewTier(1, throughput.WithStore(s.Throughput(), "portfolio"))
+	if c := tier.Claim(t0, "237690000001"); !c.OK() {
+		t.Fatalf("tier claim during the outage: %v", c.Err())
+	}
+	if ok, _ := tier.Admit(t0, "237690000002"); ok {
+		t.Error("the local tier admitted beyond its limit")
+	}
+}
+
+func TestThroughputFailsClosed(t *testing.T) {
+	s, kill := killable(t, redisstore.WithTimeout(300*time.Millisecond))
+	num := throughput.New(80, throughput.WithStore(s.Throughput(), "106540352242922"))
+	kill()
+	r := num.ReserveN(t0, 1)
+	if r.OK() || !errors.Is(r.Err(), throughput.ErrStore) || !errors.Is(r.Err(), redisstore.ErrUnavailable) {
+		t.Fatalf("after the kill: OK %v, err %v", r.OK(), r.Err())
+	}
+	tier := throughput.NewTier(10, throughput.WithStore(s.Throughput(), "portfolio"))
+	if c := tier.Claim(t0, "237690000001"); c.OK() || !errors.Is(c.Err(), redisstore.ErrUnavailable) {
+		t.Fatalf("tier claim after the kill: %v %v", c.OK(), c.Err())
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
 )
 
 // DefaultPrefix starts every key the Store writes unless WithPrefix says
@@ -79,7 +80,8 @@ type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	local   *pairlimit.MemoryStore // with WithLocalFallback: decides while Redis is down
+	local   *pairlimit.MemoryStore  // with WithLocalFallback: decides while Redis is down
+	localTP *throughput.MemoryStore // the same for the throughput limits
 }
 
 // New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or

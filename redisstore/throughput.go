@@ -44,6 +44,9 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "bucket reserve", bucketReserve, th.bucketKey(key),
 		sec, nsec, n, int64(max(interval, 0)), burst, wait, int64(bucketKeep))
+	if th.fallback(err) {
+		return th.localReserve(ctx, key, t, n, interval, burst, maxWait)
+	}
 	if err != nil {
 		return throughput.BucketTicket{}, false, err
 	}
@@ -65,6 +68,9 @@ func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk th
 	if tk.ID == 0 {
 		return false, nil
 	}
+	if tk.ID&localBit != 0 {
+		return th.localCancel(ctx, key, t, tk)
+	}
 	sec, nsec := secNs(t.UnixNano())
 	var ps, pn any = "z", 0
 	if tk.PrevTAT > 0 {
@@ -84,6 +90,9 @@ func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk th
 func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (time.Time, error) {
 	sec, nsec := secNs(until.UnixNano())
 	v, err := th.s.run(ctx, "bucket hold", bucketHold, th.bucketKey(key), sec, nsec, int64(bucketKeep))
+	if th.fallback(err) {
+		return th.s.localTP.Hold(ctx, key, until)
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -95,6 +104,9 @@ func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.T
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "tier claim", tierClaim, th.tierKeys(key), sec, nsec,
 		strconv.FormatUint(to, 10), limit, int64(window), int64(time.Second+SkewAllowance))
+	if th.fallback(err) {
+		return th.s.localTP.Claim(ctx, key, to, t, limit, window)
+	}
 	if err != nil {
 		return throughput.TierTicket{}, false, time.Time{}, err
 	}
@@ -114,6 +126,9 @@ func (th *Throughput) Release(ctx context.Context, key string, tk throughput.Tie
 	sec, nsec := secNs(tk.At)
 	v, err := th.s.run(ctx, "tier release", tierRelease, th.tierKeys(key),
 		strconv.FormatUint(tk.To, 10), sec, nsec, "1")
+	if th.fallback(err) {
+		return th.s.localTP.Release(ctx, key, tk)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -125,6 +140,9 @@ func (th *Throughput) Release(ctx context.Context, key string, tk throughput.Tie
 func (th *Throughput) Count(ctx context.Context, key string, t time.Time, window time.Duration) (int, error) {
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.runRO(ctx, "tier count", tierCount, th.tierKeys(key), sec, nsec, int64(window))
+	if th.fallback(err) {
+		return th.s.localTP.Count(ctx, key, t, window)
+	}
 	if err != nil {
 		return 0, err
 	}
