@@ -119,7 +119,8 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 
 // Accept implements [pairlimit.Store]: State.Accept in one script.
 func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
-	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1])
+	sec, nsec := secNs(t.UnixNano())
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, int64(keep))
 	if s.local != nil {
 		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
 		if errors.Is(err, ErrUnavailable) {
@@ -131,7 +132,7 @@ func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error
 
 // pairStateOf reads p's whole state (for tests).
 func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
-	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1])
+	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1], 0, 0)
 	if err != nil {
 		return pairlimit.State{}, err
 	}

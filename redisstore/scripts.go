@@ -2,14 +2,18 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// Pair state, one hash per (number, recipient), holding pairlimit.State
-// as nanosecond offsets from a base instant kept in the hash (bs seconds,
-// bn nanoseconds), so that the scripts compute in plain Lua numbers
-// (doubles, exact to 2^53 ns, about 104 days; the base moves forward once a
-// day of use): d = Due, h = Hold (absent: zero), f = Fails, top = Top,
-// m = the memory of the last Refuse, hw = the highest ID handed out. IDs
-// are the server's clock in microseconds, or hw + 1 if that is not higher,
-// so they never repeat for a pair, even after its key expired.
+// Pair state, one string per (number, recipient): nine numbers, packed
+// with Redis's struct library as little-endian doubles (or, on servers
+// without it, such as miniredis, written out in decimal): the base instant
+// (bs seconds, bn nanoseconds), then pairlimit.State as nanosecond offsets
+// from it, d = Due and h = Hold, then top = Top, hw = the highest ID handed
+// out, f = Fails, m = the memory of the last Refuse, and flags (1: d is
+// set, 2: h is set; unset means zero). Offsets keep the scripts in plain
+// Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
+// forward after a day of use). IDs are the server's clock in microseconds,
+// or hw + 1 if that is not higher, so they never repeat for a pair, even
+// after its key expired. One GET reads a pair, one SET ... PXAT writes it
+// with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
 // back as offsets from the base, which the Go side adds exactly.
@@ -19,26 +23,38 @@ const pairPrelude = `
 local E9 = 1000000000
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
-local st = redis.call('HMGET', key, 'bs', 'bn', 'd', 'top', 'h', 'f', 'm', 'hw')
-local bs, bn = tonumber(st[1]), tonumber(st[2])
-local hadDue = st[3] ~= false
-local d, top, h = tonumber(st[3]), st[4] or "0", tonumber(st[5])
-local f, m, hw = tonumber(st[6] or "0"), tonumber(st[7] or "0"), st[8] or "0"
-if not bs then bs, bn = tsec, tns end
+local struct = rawget(_G, 'struct') -- absent from miniredis
+local raw = redis.call('GET', key)
+local bs, bn, d, h, topn, hwn, f, m, flags
+if raw then
+  if struct then
+    bs, bn, d, h, topn, hwn, f, m, flags = struct.unpack('<ddddddddd', raw)
+  else
+    local a = {string.match(raw, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
+    for i = 1, 9 do a[i] = tonumber(a[i]) end
+    bs, bn, d, h, topn, hwn, f, m, flags = unpack(a)
+  end
+else
+  bs, bn, d, h, topn, hwn, f, m, flags = tsec, tns, 0, 0, 0, 0, 0, 0, 0
+end
+if flags % 2 < 1 then d = nil end
+if flags % 4 < 2 then h = nil end
+local top, hw = string.format('%d', topn), string.format('%d', hwn)
 local t = (tsec - bs) * E9 + (tns - bn)
 -- off converts an instant given as seconds and nanoseconds to an offset.
 local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state and sets the key's expiry: max(Due, Hold +
--- memory) + keep on the server's clock (sec, usec: its TIME).
-local function save(keep, sec, usec, all)
-  if hadDue and not d then redis.call('HDEL', key, 'd') end
-  local fields = {'top', top, 'hw', hw}
-  if d then fields[5] = 'd'; fields[6] = string.format('%d', d) end
-  if all or not st[1] then
-    for _, v in ipairs({'bs', bs, 'bn', bn, 'f', f, 'm', string.format('%d', m)}) do fields[#fields + 1] = v end
-    if h then fields[#fields + 1] = 'h'; fields[#fields + 1] = string.format('%d', h) end
+-- save writes the state, to expire at max(Due, Hold + memory) + keep on
+-- the server's clock (sec, usec: its TIME).
+local function save(keep, sec, usec)
+  local fl = 0
+  if d then fl = fl + 1 end
+  if h then fl = fl + 2 end
+  local v
+  if struct then
+    v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, tonumber(top), tonumber(hw), f, m, fl)
+  else
+    v = string.format('%d %d %d %d %s %s %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
   end
-  redis.call('HSET', key, unpack(fields))
   local u = d or t
   if f > 0 and h then u = math.max(u, h + m) end
   local ms
@@ -47,7 +63,7 @@ local function save(keep, sec, usec, all)
   else
     ms = bs * 1000 + math.ceil((bn + u) / 1000000)
   end
-  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
+  redis.call('SET', key, v, 'PXAT', string.format('%d', ms + math.ceil(keep / 1000000)))
 end
 local function now()
   local tm = redis.call('TIME')
@@ -67,7 +83,6 @@ if d then prevDue = string.format('%d', d) end
 if maxWait >= 0 and act - t > maxWait then
   return {0, bs, bn, string.format('%d', act), "0", prevTop, prevDue}
 end
-local rebased = false
 if t > 86400 * E9 then
   -- move the base to t, keeping offsets small
   if d then d = d - t end
@@ -75,41 +90,34 @@ if t > 86400 * E9 then
   act = act - t
   if prevDue ~= "z" then prevDue = string.format('%d', tonumber(prevDue) - t) end
   bs, bn, t = tsec, tns, 0
-  rebased = true
 end
 d = act + cost
 local sec, usec = now()
 top = string.format('%d', math.max(sec * 1000000 + usec, tonumber(hw) + 1))
 hw = top
-save(keep, sec, usec, rebased)
+save(keep, sec, usec)
 return {1, bs, bn, string.format('%d', act), top, prevTop, prevDue}
 `
 
 // pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
-// ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for no state.
-const pairNextLua = `
-local st = redis.call('HMGET', KEYS[1], 'bs', 'bn', 'd')
-if not st[1] or not st[3] then return {} end
-local bs, bn, d = tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
-local t = (tonumber(ARGV[1]) - bs) * 1000000000 + (tonumber(ARGV[2]) - bn)
-if d < t then return {} end
+// ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
+const pairNextLua = pairPrelude + `
+if not raw or not d or d < t then return {} end
 return {bs, bn, string.format('%d', d)}
 `
 
 // pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevDue (sec, ns; "z" for none), act (sec, ns). Returns 1 when
 // it gave back.
-const pairCancelLua = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-` + pairPrelude + `
+const pairCancelLua = pairPrelude + `
+if not raw then return 0 end
 local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
 local pd = nil
 if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
 if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
 top = prevTop
-local sec, usec = now()
-save(keep, sec, usec, true)
+save(keep, now())
 return 1
 `
 
@@ -124,22 +132,28 @@ if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) e
 h = math.max(h or t + hold, t + hold)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
-local sec, usec = now()
-save(keep, sec, usec, true)
+save(keep, now())
 return hold
 `
 
-// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero.
-const pairAcceptLua = `
-if redis.call('HEXISTS', KEYS[1], 'f') == 1 then redis.call('HSET', KEYS[1], 'f', 0) end
+// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
+// t (sec, ns), keep.
+const pairAcceptLua = pairPrelude + `
+if raw and f > 0 then
+  f = 0
+  save(tonumber(ARGV[3]), now())
+end
 return 1
 `
 
 // pairStateLua reads the whole state, for tests: {bs, bn, d, h, f, top},
-// "z" for an absent instant.
-const pairStateLua = `
-local st = redis.call('HMGET', KEYS[1], 'bs', 'bn', 'd', 'h', 'f', 'top')
-return {st[1] or "0", st[2] or "0", st[3] or "z", st[4] or "z", st[5] or "0", st[6] or "0"}
+// "z" for an unset instant.
+const pairStateLua = pairPrelude + `
+if not raw then return {"0", "0", "z", "z", "0", "0"} end
+local ds, hs = "z", "z"
+if d then ds = string.format('%d', d) end
+if h then hs = string.format('%d', h) end
+return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), top}
 `
 
 // Bucket state, one hash per key, holding throughput.BucketState as
