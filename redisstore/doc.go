@@ -33,7 +33,8 @@
 //
 // # Keys
 //
-// Keys expire by themselves (PEXPIREAT) once the state they hold may be
+// Keys expire by themselves at an absolute instant (SET ... PXAT for a
+// pair, PEXPIREAT for buckets and tiers) once the state they hold may be
 // forgotten: a pair's when its debt is repaid (or its 131056 count is 15
 // minutes past its hold), a bucket's when it is full again and its hold is
 // over, a tier's when its newest count leaves the window; each plus
@@ -41,13 +42,16 @@
 // the expiry instant is the state's own; far from it (simulated time) the
 // key lives that long from Redis's now.
 //
-//	prefix{N}:p:R     hash: pair of business number N and recipient R
+//	prefix{N}:p:R     string: pair of business number N and recipient R
 //	prefix{K}:b       hash: bucket K (a number's ID, or a budget's name)
 //	prefix{t:T}:z     sorted set: tier T's recipients, and prefix{t:T}:e its epoch
 //
 // Every key of one business number carries the number as a hash tag, so in
 // Redis Cluster a number's pairs and bucket share one slot, and every
 // script touches one slot.
+//
+// Redis 6.2 or later is needed (SET ... PXAT); Valkey and other forks
+// that run Lua scripts work alike.
 //
 // # Clock skew
 //
