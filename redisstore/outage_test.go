@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/redisstore"
@@ -14,6 +15,12 @@ import (
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func init() {
+	// The outage tests kill Redis on purpose: go-redis would log every
+	// failed dial.
+	redis.SetLogger(&logging.VoidLogger{})
+}
 
 func killable(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, func()) {
 	t.Helper()

@@ -179,3 +179,17 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFailure: the -fail flag's parser never panics, and what it
+// accepts is a code, a reset or a hang.
+func FuzzParseFailure(f *testing.F) {
+	for _, s := range []string{"131056", "reset@237690000001", "hang", "x", "@", "-1@2", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fl, err := parseFailure(s)
+		if err == nil && fl.Code <= 0 && !fl.Reset && !fl.Hang {
+			t.Fatalf("%q accepted as %+v", s, fl)
+		}
+	})
+}
