@@ -11,9 +11,17 @@ import (
 
 var _ pairlimit.Store = (*Store)(nil)
 
-// pairKeys are the pair's hash, in its number's hash slot.
+// pairKeys are the pair's key, in its number's hash slot:
+// prefix{from}:p:to.
 func (s *Store) pairKeys(p pairlimit.Pair) []string {
-	return []string{s.prefix + "{" + p.From() + "}:p:" + p.To()}
+	from, to := p.From(), p.To()
+	b := make([]byte, 0, len(s.prefix)+len(from)+len(to)+5)
+	b = append(b, s.prefix...)
+	b = append(b, '{')
+	b = append(b, from...)
+	b = append(b, "}:p:"...)
+	b = append(b, to...)
+	return []string{string(b)}
 }
 
 func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
@@ -32,12 +40,12 @@ func fromBase(a []any, i int) int64 {
 
 // Reserve implements [pairlimit.Store]: State.Reserve in one script.
 func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
-	wait := int64(-1)
+	wait := noWait
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
 	}
 	sec, nsec := secNs(t.UnixNano())
-	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, int64(keep))
+	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg)
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
@@ -51,11 +59,17 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		return tk, false, nil
 	}
 	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
-	if pd := replyStr(a, 6); pd != "z" {
-		tk.PrevDue = base + replyInt(a, 6)
+	if replyInt(a, 6) == 1 {
+		tk.PrevDue = base + replyInt(a, 7)
 	}
 	return tk, true, nil
 }
+
+// Arguments boxed once.
+var (
+	noWait  any = int64(-1)
+	keepArg any = int64(keep)
+)
 
 // Next implements [pairlimit.Store]: max(t, Due), reading only.
 func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {

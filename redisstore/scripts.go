@@ -73,30 +73,30 @@ end
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
 // maxWait (-1: none), keep. Returns {ok, bs, bn, act, id, prevTop,
-// prevDue or "z" for none}, instants as offsets from (bs, bn).
+// has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
+// integers (exact: below 2^53).
 const pairReserveLua = pairPrelude + `
 local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local act = t
 if d and d > t then act = d end
-local prevDue, prevTop = "z", top
-if d then prevDue = string.format('%d', d) end
+local hasPrev, prevDue, prevTop = 0, 0, topn
+if d then hasPrev, prevDue = 1, d end
 if maxWait >= 0 and act - t > maxWait then
-  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevDue}
+  return {0, bs, bn, act, 0, prevTop, hasPrev, prevDue}
 end
 if t > 86400 * E9 then
   -- move the base to t, keeping offsets small
   if d then d = d - t end
   if h then h = h - t end
-  act = act - t
-  if prevDue ~= "z" then prevDue = string.format('%d', tonumber(prevDue) - t) end
+  act, prevDue = act - t, prevDue - t
   bs, bn, t = tsec, tns, 0
 end
 d = act + cost
 local sec, usec = now()
-top = string.format('%d', math.max(sec * 1000000 + usec, tonumber(hw) + 1))
-hw = top
+local id = math.max(sec * 1000000 + usec, hwn + 1)
+top, hw = string.format('%d', id), string.format('%d', id)
 save(keep, sec, usec)
-return {1, bs, bn, string.format('%d', act), top, prevTop, prevDue}
+return {1, bs, bn, act, id, prevTop, hasPrev, prevDue}
 `
 
 // pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
