@@ -59,6 +59,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		return tk, false, nil
 	}
 	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
+	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
 	if replyInt(a, 6) == 1 {
 		tk.PrevDue = base + replyInt(a, 7)
 	}
@@ -104,8 +105,9 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 		pds, pdn = secNs(tk.PrevDue)
 	}
 	as, an := secNs(tk.Act)
+	es, en := secNs(tk.End)
 	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, ns(keep),
-		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an)
+		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
 	if err != nil {
 		return false, err
 	}

@@ -107,12 +107,15 @@ return {bs, bn, string.format('%d', d)}
 `
 
 // pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
-// prevTop, prevDue (sec, ns; "z" for none), act (sec, ns). Returns 1 when
-// it gave back.
+// prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
+// Returns 1 when it gave back.
 const pairCancelLua = pairPrelude + `
 if not raw then return 0 end
 local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
+local want = off(ARGV[10], ARGV[11])
+if h and h > want then want = h end
+if not d or d ~= want then return 0 end
 local pd = nil
 if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
 if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
