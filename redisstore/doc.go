@@ -21,9 +21,11 @@
 // (EVALSHA, falling back to EVAL when the server lost the script, as
 // go-redis's Script does). Give-back is exact under concurrency: a ticket
 // is given back only while no later reservation stands on it, checked in
-// the same script that restores the state. Reservation IDs are the server's
-// clock in microseconds, or one more than the highest ID the key handed
-// out, so that they never repeat, even after a key expired.
+// the same script that restores the state. A pair's reservation IDs are the
+// caller's instant in microseconds, or one more than the highest ID the key
+// handed out, and a give-back also checks that the pair still owes what
+// the ticket left it (pairlimit.Ticket.End), so a stale ticket never undoes
+// a later reservation.
 //
 // Instants are the caller's (explicit time, so that the same code runs
 // under simulated time). Lua numbers are doubles, exact to 2^53: a state
@@ -38,9 +40,9 @@
 // forgotten: a pair's when its debt is repaid (or its 131056 count is 15
 // minutes past its hold), a bucket's when it is full again and its hold is
 // over, a tier's when its newest count leaves the window; each plus
-// [SkewAllowance]. When the caller's clock is within an hour of Redis's,
-// the expiry instant is the state's own; far from it (simulated time) the
-// key lives that long from Redis's now.
+// [SkewAllowance]. When the caller's instant is within an hour of the
+// host's clock, the expiry instant is the state's own; far from it
+// (simulated time) the key lives that long from Redis's now.
 //
 //	prefix{N}:p:R     string: pair of business number N and recipient R
 //	prefix{K}:b       hash: bucket K (a number's ID, or a budget's name)

@@ -51,3 +51,25 @@ func TestKeysExpireWhenDebtIsRepaid(t *testing.T) {
 		t.Errorf("bucket PTTL = %v, %v", ttl, err)
 	}
 }
+
+// A refund (Reservation.Refund passes an instant in 1677) leaves the key
+// expiring with the pair's debt, not decades later.
+func TestRefundKeepsExpiry(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	st := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(st))
+	p, _ := pairlimit.NewPair("106540352242922", "237690000001")
+	key := prefix + "{106540352242922}:p:237690000001"
+	for _, at := range []time.Time{time.Now(), time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		a := lim.ReserveN(at, p, 1)
+		b := lim.ReserveN(at, p, 1)
+		b.Refund()
+		_ = a
+		ttl, err := rdb.PTTL(t.Context(), key).Result()
+		if err != nil || ttl <= 0 || ttl > 2*time.Minute {
+			t.Errorf("at %v: PTTL after a refund = %v, %v; want about the pair's debt plus %v", at, ttl, err, pairlimit.KeepAfterDue+redisstore.SkewAllowance)
+		}
+		rdb.Del(t.Context(), key)
+	}
+}

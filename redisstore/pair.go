@@ -45,7 +45,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		wait = int64(max(maxWait, 0))
 	}
 	sec, nsec := secNs(t.UnixNano())
-	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg)
+	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg(t))
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
@@ -69,8 +69,20 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 // Arguments boxed once.
 var (
 	noWait  any = int64(-1)
-	keepArg any = int64(keep)
+	keepAbs any = int64(keep)
+	keepRel any = -int64(keep)
 )
+
+// keepArg tells a pair script how to expire the key for a call at t: at
+// the state's own instant plus keep when t is within an hour of this
+// host's clock (and so of Redis's), else keep after the state's time from
+// now on Redis's clock (simulated time).
+func keepArg(t time.Time) any {
+	if d := time.Since(t); d < time.Hour && d > -time.Hour {
+		return keepAbs
+	}
+	return keepRel
+}
 
 // Next implements [pairlimit.Store]: max(t, Due), reading only.
 func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
@@ -106,7 +118,7 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	}
 	as, an := secNs(tk.Act)
 	es, en := secNs(tk.End)
-	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, ns(keep),
+	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
 	if err != nil {
 		return false, err
@@ -118,7 +130,7 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 // Refuse implements [pairlimit.Store]: State.Refuse in one script.
 func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
 	sec, nsec := secNs(t.UnixNano())
-	args := []any{sec, nsec, ns(keep), ns(max(memory, 0))}
+	args := []any{sec, nsec, keepArg(t), ns(max(memory, 0))}
 	for _, h := range holds {
 		args = append(args, ns(h))
 	}
@@ -136,7 +148,7 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 // Accept implements [pairlimit.Store]: State.Accept in one script.
 func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
 	sec, nsec := secNs(t.UnixNano())
-	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, int64(keep))
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, keepArg(t))
 	if s.local != nil {
 		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
 		if errors.Is(err, ErrUnavailable) {

@@ -10,9 +10,9 @@ import "github.com/redis/go-redis/v9"
 // out, f = Fails, m = the memory of the last Refuse, and flags (1: d is
 // set, 2: h is set; unset means zero). Offsets keep the scripts in plain
 // Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
-// forward after a day of use). IDs are the server's clock in microseconds,
-// or hw + 1 if that is not higher, so they never repeat for a pair, even
-// after its key expired. One GET reads a pair, one SET ... PXAT writes it
+// forward after a day of use). IDs are the caller's instant in
+// microseconds, or hw + 1 if that is not higher; Cancel also checks
+// Ticket.End, as pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT writes it
 // with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
@@ -43,9 +43,10 @@ local top, hw = string.format('%d', topn), string.format('%d', hwn)
 local t = (tsec - bs) * E9 + (tns - bn)
 -- off converts an instant given as seconds and nanoseconds to an offset.
 local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state, to expire at max(Due, Hold + memory) + keep on
--- the server's clock (sec, usec: its TIME).
-local function save(keep, sec, usec)
+-- save writes the state, to expire at max(Due, Hold + memory) + |keep|:
+-- for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
+-- the server's), for keep < 0 that long after now (SET PX: simulated time).
+local function save(keep)
   local fl = 0
   if d then fl = fl + 1 end
   if h then fl = fl + 2 end
@@ -57,22 +58,16 @@ local function save(keep, sec, usec)
   end
   local u = d or t
   if f > 0 and h then u = math.max(u, h + m) end
-  local ms
-  if math.abs(tsec - sec) > 3600 then
-    ms = sec * 1000 + math.floor(usec / 1000) + math.ceil((u - t) / 1000000)
+  if keep >= 0 then
+    redis.call('SET', key, v, 'PXAT', string.format('%d', bs * 1000 + math.ceil((bn + u + keep) / 1000000)))
   else
-    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
+    redis.call('SET', key, v, 'PX', string.format('%d', math.max(1, math.ceil((u - t - keep) / 1000000))))
   end
-  redis.call('SET', key, v, 'PXAT', string.format('%d', ms + math.ceil(keep / 1000000)))
-end
-local function now()
-  local tm = redis.call('TIME')
-  return tonumber(tm[1]), tonumber(tm[2])
 end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep. Returns {ok, bs, bn, act, id, prevTop,
+// maxWait (-1: none), keep (see save). Returns {ok, bs, bn, act, id, prevTop,
 // has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
 // integers (exact: below 2^53).
 const pairReserveLua = pairPrelude + `
@@ -92,10 +87,9 @@ if t > 86400 * E9 then
   bs, bn, t = tsec, tns, 0
 end
 d = act + cost
-local sec, usec = now()
-local id = math.max(sec * 1000000 + usec, hwn + 1)
+local id = math.max(tsec * 1000000 + math.floor(tns / 1000), hwn + 1)
 top, hw = string.format('%d', id), string.format('%d', id)
-save(keep, sec, usec)
+save(keep)
 return {1, bs, bn, act, id, prevTop, hasPrev, prevDue}
 `
 
@@ -120,7 +114,9 @@ local pd = nil
 if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
 if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
 top = prevTop
-save(keep, now())
+-- expire relative to the later of t and the act: a refund passes t = 1970
+t = math.max(t, off(ARGV[8], ARGV[9]))
+save(keep)
 return 1
 `
 
@@ -135,7 +131,7 @@ if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) e
 h = math.max(h or t + hold, t + hold)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
-save(keep, now())
+save(keep)
 return hold
 `
 
@@ -144,7 +140,7 @@ return hold
 const pairAcceptLua = pairPrelude + `
 if raw and f > 0 then
   f = 0
-  save(tonumber(ARGV[3]), now())
+  save(tonumber(ARGV[3]))
 end
 return 1
 `
