@@ -46,6 +46,7 @@ const (
 	KindInteractive Kind = "interactive"
 	KindLocation    Kind = "location"
 	KindReaction    Kind = "reaction"
+	KindContacts    Kind = "contacts"
 	// KindRead marks an inbound message as read: not a message to the
 	// user, so neither the pair limit nor the tier applies.
 	KindRead Kind = "read"
@@ -894,6 +895,81 @@ func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
 func (m Message) withErr(err error) Message {
 	if m.err == nil {
 		m.err = err
+	}
+	return m
+}
+
+// ContactCard is one contact of a contacts message: a name (FormattedName
+// is required) and the ways to reach them.
+type ContactCard struct {
+	// FormattedName is the name shown, required.
+	FormattedName string
+	// FirstName and LastName are optional parts of the name.
+	FirstName, LastName string
+	// Phones are the contact's phone numbers.
+	Phones []string
+	// Emails are the contact's e-mail addresses.
+	Emails []string
+}
+
+// MarshalJSON encodes the card as Meta's contact object.
+func (c ContactCard) MarshalJSON() ([]byte, error) {
+	type name struct {
+		FormattedName string `json:"formatted_name"`
+		FirstName     string `json:"first_name,omitempty"`
+		LastName      string `json:"last_name,omitempty"`
+	}
+	type phone struct {
+		Phone string `json:"phone"`
+	}
+	type email struct {
+		Email string `json:"email"`
+	}
+	out := struct {
+		Name   name    `json:"name"`
+		Phones []phone `json:"phones,omitempty"`
+		Emails []email `json:"emails,omitempty"`
+	}{Name: name{c.FormattedName, c.FirstName, c.LastName}}
+	for _, p := range c.Phones {
+		out.Phones = append(out.Phones, phone{p})
+	}
+	for _, e := range c.Emails {
+		out.Emails = append(out.Emails, email{e})
+	}
+	return json.Marshal(out)
+}
+
+// Contacts is a contacts message carrying 1 to 257 contact cards.
+func Contacts(to string, cards ...ContactCard) Message {
+	m := Message{to: to, kind: KindContacts, payload: cards}
+	if len(cards) < 1 || len(cards) > 257 {
+		m.err = invalid("contacts", strconv.Itoa(len(cards))+" cards, want 1 to 257")
+		return m
+	}
+	for i, c := range cards {
+		f := "contacts[" + strconv.Itoa(i) + "]"
+		for _, e := range []error{
+			checkText(f+".name.formatted_name", c.FormattedName, true, 512),
+			checkText(f+".name.first_name", c.FirstName, false, 512),
+			checkText(f+".name.last_name", c.LastName, false, 512),
+		} {
+			if e != nil {
+				m.err = e
+				return m
+			}
+		}
+		for j, p := range c.Phones {
+			if err := checkText(f+".phones["+strconv.Itoa(j)+"].phone", p, true, 64); err != nil {
+				m.err = err
+				return m
+			}
+		}
+		for j, e := range c.Emails {
+			if err := checkText(f+".emails["+strconv.Itoa(j)+"].email", e, true, 320); err != nil {
+				m.err = err
+				return m
+			}
+		}
 	}
 	return m
 }

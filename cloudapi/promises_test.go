@@ -573,6 +573,8 @@ func TestMoreMessageTypes(t *testing.T) {
 			{cloudapi.Voice(alice, cloudapi.Media{ID: "9"}), `"audio":{"id":"9","voice":true}`},
 			{cloudapi.CallToAction(alice, "See your order", "Open", "https://example.com/o/1"), `"action":{"name":"cta_url","parameters":{"display_text":"Open","url":"https://example.com/o/1"}}`},
 			{cloudapi.LocationRequest(alice, "Where should we deliver?"), `"type":"location_request_message"`},
+			{cloudapi.Contacts(alice, cloudapi.ContactCard{FormattedName: "Ada L.", FirstName: "Ada", Phones: []string{"+44 20 7946 0000"}}),
+				`"contacts":[{"name":{"formatted_name":"Ada L.","first_name":"Ada"},"phones":[{"phone":"+44 20 7946 0000"}]}]`},
 		} {
 			before := len(h.srv.Requests())
 			tc.m.ReplyTo = "wamid.IN1"
@@ -590,6 +592,8 @@ func TestMoreMessageTypes(t *testing.T) {
 			"cta long label": cloudapi.CallToAction(alice, "b", strings.Repeat("x", 21), "https://example.com"),
 			"cta bad url":    cloudapi.CallToAction(alice, "b", "Open", "javascript:alert(1)"),
 			"location empty": cloudapi.LocationRequest(alice, " "),
+			"no contact":     cloudapi.Contacts(alice),
+			"unnamed":        cloudapi.Contacts(alice, cloudapi.ContactCard{Phones: []string{"1"}}),
 		} {
 			if err := m.Validate(); !errors.As(err, new(*cloudapi.ValidationError)) {
 				t.Errorf("%s: Validate = %v", name, err)
