@@ -250,7 +250,8 @@ type textPayload struct {
 // Component is one component of a template message: its type ("header",
 // "body", "button"), for buttons the sub-type and index, and parameters.
 type Component struct {
-	// Type is "header", "body", "footer" or "button".
+	// Type is "header", "body", "footer", "button", "limited_time_offer"
+	// or "carousel".
 	Type string `json:"type"`
 	// SubType is a button's kind, such as "url" or "quick_reply".
 	SubType string `json:"sub_type,omitempty"`
@@ -258,16 +259,51 @@ type Component struct {
 	Index *int `json:"index,omitempty"`
 	// Parameters fill the component's variables, in order.
 	Parameters []Parameter `json:"parameters,omitempty"`
+	// Cards are a carousel's cards.
+	Cards []Card `json:"cards,omitempty"`
+}
+
+// Card is one card of a carousel template: its position and components
+// (a media header, a body, buttons).
+type Card struct {
+	// CardIndex is the card's position, from 0.
+	CardIndex int `json:"card_index"`
+	// Components fill the card's variables.
+	Components []Component `json:"components"`
+}
+
+// Carousel is a carousel template's component: up to 10 cards, each given
+// as its components (a media header, a body, buttons) and numbered in
+// order.
+func Carousel(cards ...[]Component) Component {
+	c := Component{Type: "carousel", Cards: make([]Card, len(cards))}
+	for i, comps := range cards {
+		c.Cards[i] = Card{CardIndex: i, Components: comps}
+	}
+	return c
+}
+
+// LimitedTimeOffer is a limited-time-offer template's component: the
+// offer's expiry, shown as a countdown.
+func LimitedTimeOffer(expires time.Time) Component {
+	return Component{Type: "limited_time_offer", Parameters: []Parameter{{Type: "limited_time_offer", Offer: &Offer{ExpirationTimeMS: expires.UnixMilli()}}}}
+}
+
+// Offer is a limited-time-offer parameter: when the offer expires, in Unix
+// milliseconds.
+type Offer struct {
+	// ExpirationTimeMS is the offer's expiry in Unix milliseconds.
+	ExpirationTimeMS int64 `json:"expiration_time_ms"`
 }
 
 // Parameter is one template parameter. Build it with TextParam,
 // CurrencyParam, ImageParam, ... or fill it. Validate rejects the types
 // this package cannot express (a flow button's "action", a "location"
-// header, a "limited_time_offer") rather than send them empty.
+// header) rather than send them empty.
 type Parameter struct {
 	// Type is the parameter's type: "text", "currency", "date_time",
-	// "image", "document", "video", "payload" (quick-reply buttons) or
-	// "coupon_code" (copy-code buttons).
+	// "image", "document", "video", "payload" (quick-reply buttons),
+	// "coupon_code" (copy-code buttons) or "limited_time_offer".
 	Type string `json:"type"`
 	// Text is a text parameter's value.
 	Text string `json:"text,omitempty"`
@@ -277,6 +313,8 @@ type Parameter struct {
 	Payload string `json:"payload,omitempty"`
 	// CouponCode is a copy-code button's code, at most 15 characters.
 	CouponCode string `json:"coupon_code,omitempty"`
+	// Offer is a limited_time_offer parameter.
+	Offer *Offer `json:"limited_time_offer,omitempty"`
 	// Image, Document and Video are media header parameters.
 	Image    *Media `json:"image,omitempty"`
 	Document *Media `json:"document,omitempty"`
@@ -398,9 +436,15 @@ func validateTemplate(name, lang string, components []Component) error {
 	if lang == "" || len(lang) > 16 {
 		return invalid("template.language.code", "must hold 1 to 16 characters")
 	}
+	return validateComponents("template.components", components, false)
+}
+
+// validateComponents checks a template's components, or (inCard) a
+// carousel card's.
+func validateComponents(prefix string, components []Component, inCard bool) error {
 	bodyOnly := len(components) == 1 && components[0].Type == "body"
 	for i, c := range components {
-		field := "template.components[" + strconv.Itoa(i) + "]"
+		field := prefix + "[" + strconv.Itoa(i) + "]"
 		maxText := 32768
 		switch c.Type {
 		case "header":
@@ -422,8 +466,28 @@ func validateTemplate(name, lang string, components []Component) error {
 			default:
 				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code)")
 			}
+		case "limited_time_offer":
+			if inCard || len(c.Parameters) != 1 || c.Parameters[0].Type != "limited_time_offer" {
+				return invalid(field, "a limited_time_offer component holds one limited_time_offer parameter, outside carousels")
+			}
+		case "carousel":
+			if inCard || len(c.Cards) < 1 || len(c.Cards) > 10 {
+				return invalid(field+".cards", "a carousel holds 1 to 10 cards, outside carousels")
+			}
+			for j, card := range c.Cards {
+				cf := field + ".cards[" + strconv.Itoa(j) + "]"
+				if card.CardIndex != j {
+					return invalid(cf+".card_index", "cards are numbered 0, 1, ... in order")
+				}
+				if err := validateComponents(cf+".components", card.Components, true); err != nil {
+					return err
+				}
+			}
 		default:
-			return invalid(field+".type", "must be header, body, footer or button (carousel and limited_time_offer components are not supported)")
+			return invalid(field+".type", "must be header, body, footer, button, limited_time_offer or carousel")
+		}
+		if c.Type != "carousel" && len(c.Cards) != 0 {
+			return invalid(field+".cards", "only a carousel has cards")
 		}
 		if err := validateParams(field, c, maxText); err != nil {
 			return err
@@ -448,7 +512,7 @@ func validateParams(field string, c Component, maxText int) error {
 			names[p.ParameterName] = true
 		}
 		set := 0
-		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil} {
+		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil} {
 			if ok {
 				set++
 			}
@@ -471,10 +535,14 @@ func validateParams(field string, c Component, maxText int) error {
 			err = validateCurrency(pf+".currency", p.Currency)
 		case "date_time":
 			err = validateDateTime(pf+".date_time", p.DateTime)
+		case "limited_time_offer":
+			if p.Offer == nil || p.Offer.ExpirationTimeMS <= 0 {
+				return invalid(pf+".limited_time_offer.expiration_time_ms", "required, in Unix milliseconds")
+			}
 		case "":
 			return invalid(pf+".type", "empty")
 		default:
-			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions, locations and limited-time offers cannot be expressed)")
+			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions and location headers cannot be expressed)")
 		}
 		if err != nil {
 			return err

@@ -136,7 +136,9 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			// Issue 16: parameters the package cannot express are rejected, not sent empty.
 			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].sub_type"},
 			{"location header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "location"})), "template.components[0].parameters[0].type"},
-			{"limited-time offer", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].type"},
+			{"limited-time offer without expiry", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].parameters[0].limited_time_offer.expiration_time_ms"},
+			{"carousel without cards", cloudapi.Template(alice, "t", "en", cloudapi.Carousel()), "template.components[0].cards"},
+			{"carousel card with a bad button", cloudapi.Template(alice, "t", "en", cloudapi.Carousel([]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "1"})), {Type: "button", SubType: "quick_reply"}})), "template.components[0].cards[0].components[1].index"},
 			{"copy code too long", cloudapi.Template(alice, "t", "en", cloudapi.CopyCodeButton(0, strings.Repeat("C", 16))), "template.components[0].parameters[0].coupon_code"},
 			// Issue 12 section 4: Meta's template parameter limits.
 			{"header param over 60", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.TextParam(strings.Repeat("h", 61)))), "template.components[0].parameters[0].text"},
@@ -168,6 +170,10 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam(strings.Repeat("b", 32768)))),
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("first_name", "Ada"), cloudapi.NamedTextParam("order_2", "42"))),
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam("25OFF")), cloudapi.CopyCodeButton(0, "25OFF")),
+			cloudapi.Template(alice, "t", "en", cloudapi.LimitedTimeOffer(time.Now().Add(48*time.Hour)), cloudapi.CopyCodeButton(0, "25OFF"), cloudapi.URLButton(1, "offer")),
+			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam("Ada")), cloudapi.Carousel(
+				[]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "1"})), cloudapi.QuickReplyButton(0, "more-1")},
+				[]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "2"})), cloudapi.URLButton(0, "p/2")})),
 		}
 		for i, m := range good {
 			if err := m.Validate(); err != nil {
