@@ -402,6 +402,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "type and the type's object are required")
 		return w, nil
 	}
+	if details := checkContent(req.Type, msg[req.Type]); details != "" {
+		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
+		return w, nil
+	}
 
 	if f := s.takeScript(req.To); f != nil {
 		switch {
