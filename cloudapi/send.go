@@ -196,6 +196,7 @@ type sending struct {
 	deadline time.Time
 	refusals int                        // consecutive refusals of the current message
 	last     errcodes.Code              // the last refusal's code, or 0
+	lastErr  *errcodes.Error            // the last refusal
 	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
@@ -215,7 +216,7 @@ func (s *sending) run() error {
 			if s.attempts[next] >= s.c.attempts {
 				s.states[next] = StateRefused
 				return &SendError{State: StateRefused, IdempotencyKey: s.keys[next], Attempts: s.attempts[next],
-					Err: fmt.Errorf("%w: %w", backoff.ErrMaxAttempts, s.last)}
+					Err: fmt.Errorf("%w: %w", backoff.ErrMaxAttempts, s.lastErr)}
 			}
 			notBefore = s.c.clock.Now().Add(s.c.schedule.Delay(s.refusals - 1))
 			continue
@@ -263,8 +264,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			// Retried only when a limiter holds the refusal: waiting out the
 			// hold is what makes a retry worth making.
 			if hold := c.refused(at, s.from, s.pair, out.gerr); hold > 0 && retried(out.gerr.Class()) {
+				if k > 0 {
+					s.refusals = 0 // a new message's first refusal
+				}
 				s.refusals++
-				s.last = out.gerr.Code
+				s.last, s.lastErr = out.gerr.Code, out.gerr
 				return k, true, nil
 			}
 		}
