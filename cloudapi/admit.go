@@ -58,7 +58,8 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 // admit reserves, for messages [i, i+n), the number (one slot each), the
 // pair (n together) and the tier, at instants that agree, in named steps:
 //
-//  1. known waits: a retry's least wait, a budget hold, the pair's debt
+//  1. known waits: a retry's least wait, the number's or the budget's
+//     hold, the pair's debt
 //     (asked without reserving anything), checked against the deadline and
 //     waited out holding nothing;
 //  2. the number, asked now: its queue sets a campaign's pace, and a bucket
@@ -155,6 +156,9 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 	at, hold := notBefore, errcodes.HoldPair
 	if s.last != 0 {
 		hold = errcodes.Lookup(s.last).Hold
+	}
+	if h := c.Number(s.from).HeldUntil(); h.After(at) {
+		at, hold = h, errcodes.HoldPhoneNumber
 	}
 	if h := c.budget.HeldUntil(); h.After(at) {
 		at, hold = h, errcodes.HoldApp
