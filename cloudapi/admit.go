@@ -59,9 +59,8 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 // pair (n together) and the tier, at instants that agree, in named steps:
 //
 //  1. known waits: a retry's least wait, the number's or the budget's
-//     hold, the pair's debt
-//     (asked without reserving anything), checked against the deadline and
-//     waited out holding nothing;
+//     hold, the pair's debt (asked without reserving anything), checked
+//     against the deadline and waited out holding nothing;
 //  2. the number, asked now: its queue sets a campaign's pace, and a bucket
 //     asked at future instants would push every other recipient back;
 //  3. the pair, at the number's slot, so that Meta sees the burst start
