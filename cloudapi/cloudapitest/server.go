@@ -16,8 +16,14 @@
 //     fake answers 131064 unless told otherwise).
 //
 // Refused requests change nothing, as at Meta. Failures can be scripted
-// (FailNext, Script, Maintenance), every request is recorded with its
-// instant (Requests), and signed status webhooks can be posted to a handler.
+// (FailNext, Script, Maintenance): a Graph error or a bare status, a reset
+// after the request was read, a hang, a stall before anything was sent, for
+// one recipient and for the Nth matching request. Every message request is
+// recorded with its instant (Requests), and signed status webhooks can be
+// posted to a handler. Recipients are phone numbers ("to") or
+// business-scoped user IDs ("recipient"); each message type's content is
+// checked with the fake's own reading of Meta's reference. The media
+// endpoints (upload, URL, download from MediaHost) are served too.
 //
 // # Time
 //
