@@ -152,8 +152,9 @@ func (m Message) check() (phone.Recipient, error) {
 		return to, invalid("category", "unknown template category")
 	}
 	if to.IsBSUID() && m.kind == KindTemplate && m.Category == CategoryAuthentication {
-		// Meta, "Business-scoped user IDs": authentication templates cannot
-		// be sent to a BSUID (error 131062); send them to a phone number.
+		// Meta, "Business-scoped user IDs": one-tap, zero-tap and copy-code
+		// authentication templates still require a phone number (error
+		// 131062); every other message type may go to a BSUID.
 		return to, invalid("to", "authentication templates cannot be sent to a business-scoped user ID (Meta refuses them with 131062)")
 	}
 	return to, nil

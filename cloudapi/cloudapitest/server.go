@@ -383,12 +383,9 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	req.Type, req.CallbackData = str(msg["type"]), str(msg["biz_opaque_callback_data"])
 	to, rcpt := str(msg["to"]), str(msg["recipient"])
 	switch {
-	case to != "" && rcpt != "":
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Set either to or recipient, not both")
-		return w, nil
-	case rcpt != "":
+	case rcpt != "" && to == "":
 		// A business-scoped user ID goes in "recipient" (Meta,
-		// "Business-scoped user IDs").
+		// "Business-scoped user IDs"); when "to" is set too, it wins.
 		if !bsuidRE.MatchString(rcpt) {
 			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
 			return w, nil
@@ -459,7 +456,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	s.requests = append(s.requests, req)
 	resp := map[string]any{
 		"messaging_product": "whatsapp",
-		"contacts":          []map[string]string{contact(to, rcpt)},
+		"contacts":          []map[string]string{contact(to, req.To)},
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
@@ -580,13 +577,13 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-// contact is the contacts[] entry of a success: wa_id for a phone number,
-// user_id for a business-scoped user ID.
-func contact(to, rcpt string) map[string]string {
-	if rcpt != "" {
-		return map[string]string{"input": rcpt, "user_id": rcpt}
+// contact is the contacts[] entry of a success: wa_id for a phone number
+// (the "to" given), user_id for a business-scoped user ID.
+func contact(to, key string) map[string]string {
+	if to == "" {
+		return map[string]string{"input": key, "user_id": key}
 	}
-	return map[string]string{"input": to, "wa_id": digits(to)}
+	return map[string]string{"input": to, "wa_id": key}
 }
 
 // bsuidRE is the fake's reading of a business-scoped user ID: an ISO 3166
