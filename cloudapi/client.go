@@ -255,10 +255,12 @@ func WithIdempotencyKeys(f func() string) Option {
 }
 
 // WithIdempotencyMemory bounds how many idempotency keys the Client
-// remembers (default 100,000) and for how long (default 24 hours). A send whose key is remembered makes no request
-// and fails with ErrDuplicate. Memory stays below about keys x 1 KiB (a key
-// is at most 512 bytes). Keys are forgotten oldest first; the memory is
-// per Client and lost with it (a durable queue remembers for longer).
+// remembers (default 100,000) and for how long (default 24 hours). Only keys
+// the caller set in Message.IdempotencyKey are remembered; a send whose key
+// is remembered makes no request and fails with ErrDuplicate. Memory stays
+// below about keys x 1 KiB (a key is at most 512 bytes). Keys are forgotten
+// oldest first; the memory is per Client and lost with it (a durable queue
+// remembers for longer).
 func WithIdempotencyMemory(keys int, age time.Duration) Option {
 	return func(c *Client) error {
 		if keys < 1 || age <= 0 {

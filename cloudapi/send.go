@@ -87,10 +87,18 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 	if err != nil {
 		return nil, err
 	}
-	if i, first, ok := c.idem.claim(c.clock.Now(), s.keys); !ok {
+	// Only the caller's keys are remembered: a generated key is new.
+	var given []string
+	var at []int // given[j] is the key of msgs[at[j]]
+	for i, m := range msgs {
+		if m.IdempotencyKey != "" {
+			given, at = append(given, s.keys[i]), append(at, i)
+		}
+	}
+	if j, first, ok := c.idem.claim(c.clock.Now(), given); !ok {
 		results := make([]*Result, len(msgs))
 		var err error
-		results[i], err = duplicate(s.keys[i], first)
+		results[at[j]], err = duplicate(given[j], first)
 		return results, err
 	}
 	err = s.run()
@@ -297,6 +305,9 @@ func messageIDOf(r *Result) string {
 func (s *sending) remember(err error) {
 	now := s.c.clock.Now()
 	for i, key := range s.keys {
+		if s.msgs[i].IdempotencyKey == "" {
+			continue // generated: never claimed
+		}
 		switch st := s.states[i]; st {
 		case StateAccepted:
 			s.c.idem.record(now, key, sent{state: st, result: s.results[i], attempts: s.attempts[i]})
