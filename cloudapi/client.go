@@ -92,11 +92,12 @@ func WithBaseURL(base string) Option {
 	}
 }
 
-// WithAPIVersion names the Graph API version, such as "v23.0".
+// WithAPIVersion names the Graph API version, such as "v26.0" (default
+// DefaultAPIVersion). Pin it to upgrade on your own schedule.
 func WithAPIVersion(v string) Option {
 	return func(c *Client) error {
 		if !versionRE.MatchString(v) {
-			return fmt.Errorf("%w: API version must look like v23.0", ErrInvalidOption)
+			return fmt.Errorf("%w: API version must look like v26.0", ErrInvalidOption)
 		}
 		c.version = v
 		return nil
