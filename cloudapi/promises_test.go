@@ -705,3 +705,23 @@ func TestMediaRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// Forget lets a queue resend a key it reconciled as not delivered.
+func TestForgetAllowsAResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Script(cloudapitest.Failure{Reset: true})
+		m := withKey(cloudapi.Text(alice, "x"), "k-forget")
+		if _, err := h.c.Send(t.Context(), number, m); !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+			t.Fatal(err)
+		}
+		if _, err := h.c.Send(t.Context(), number, m); !errors.Is(err, cloudapi.ErrDuplicate) {
+			t.Fatalf("second send: %v", err)
+		}
+		h.c.Forget("k-forget")
+		time.Sleep(time.Minute)
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Errorf("send after Forget: %v", err)
+		}
+	})
+}
