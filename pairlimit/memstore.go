@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,14 +15,16 @@ import (
 
 // MemoryStore is the in-memory [Store], the default of every [Limiter]:
 // pairs spread over 1,024 shards by a seeded hash, each shard a mutex and,
-// per business number, an open-addressing table of 24-byte slots (recipient
-// key, Due, Top, flags) probed linearly; the rarer 131056 counts and holds
-// live in a side map. Tables hold no pointers, so millions of pairs cost the
-// garbage collector nothing to scan.
+// per business number, an open-addressing table of 16-byte slots probed
+// linearly: the recipient key, and in one word the pair's Due (48 bits of
+// nanoseconds from the table's epoch, which moves with time) and Top (a
+// 16-bit reservation ID); the rarer 131056 counts and holds, and any Due
+// too far ahead for 48 bits, live in a side map. Tables hold no pointers,
+// so millions of pairs cost the garbage collector nothing to scan.
 //
 // Memory is spent only on pairs that still owe or carry a recent 131056
-// ([State.Expired]): when a table fills to 80 %, it is rebuilt without the
-// expired states, at a size that leaves it 64 % full. A rebuild touches one
+// ([State.Expired]): when a table fills to 85 %, it is rebuilt without the
+// expired states, at a size that leaves it 70 % full. A rebuild touches one
 // shard's table only (a thousandth of the pairs), which bounds the pause of
 // the call that triggers it. The "now" that expiry is judged at is the
 // earlier of the latest instant a call was asked at and the store's clock,
@@ -36,59 +39,86 @@ type MemoryStore struct {
 	seed   uint64
 	rot    atomic.Uint32 // the next shard a cross-shard sweep visits
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
+	_      [24]byte      // shards start on a cache line
 	shards [memShards]memShard
 }
 
 const (
 	shardBits = 10
 	memShards = 1 << shardBits
-	// Tables are rebuilt at 80 % full, to 64 % full.
-	loadNum, loadDen     = 4, 5
-	targetNum, targetDen = 16, 25
+	// Tables are rebuilt at 85 % full, to 70 % full (less when the
+	// allocation's size class leaves room).
+	loadNum, loadDen     = 17, 20
+	targetNum, targetDen = 7, 10
 	minSlots             = 8
 	// failMemory is how long a pair's count of consecutive 131056 answers
 	// is kept once its hold has passed with no further send.
 	failMemory = 15 * time.Minute
 )
 
+// memShard is one shard: its lock and bookkeeping in the first cache
+// line, then, inline, the table of the first business number it saw, whose
+// hot fields fill the second line, so that a call on a one-number limiter
+// touches two adjacent lines before its slot.
 type memShard struct {
 	mu   sync.Mutex
+	now  int64  // latest instant a call was asked at; protected by mu
+	seq  uint16 // last reservation ID; protected by mu
+	_    uint16
+	ops  uint32                // calls since the last cross-shard sweep; protected by mu
 	last *pairTable            // the table used last; protected by mu
 	tabs map[uint64]*pairTable // by business number; protected by mu
-	now  int64                 // latest instant a call was asked at; protected by mu
-	seq  uint32                // last reservation ID; protected by mu
-	ops  uint32                // calls since the last cross-shard sweep; protected by mu
-	_    [24]byte              // one cache line per shard
+	_    [24]byte
+	own  pairTable // the first table; protected by mu
+	_    [24]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
 type pairTable struct {
-	from   uint64
-	slots  []slot
-	live   int   // occupied slots
-	limit  int   // rebuild when live reaches it
-	cursor int   // next slot the incremental sweep examines
-	clk    int64 // the clock when last read by the sweep
-	// minDue is at most every Due in the table, so that a sweep that could
-	// find nothing expired costs nothing; passMin and passWrote gather the
-	// next value during a pass of the sweep.
-	minDue, passMin, passWrote int64
-	ops                        uint32              // calls since the last sweep step
-	holds                      map[uint64]holdInfo // recipients with a 131056 count or hold
+	// Hot: one cache line.
+	from  uint64
+	slots []slot
+	live  int32  // occupied slots
+	limit int32  // rebuild when live reaches it
+	ops   uint32 // calls since the last sweep step
+	_     uint32
+	epoch int64 // the instant slot dues count from
+	// passWrote gathers the least Due written during a pass of the sweep;
+	// with minDue (at most every Due when the pass began) it bounds every
+	// Due in the table from below, so that a sweep that could find nothing
+	// expired costs nothing.
+	passWrote int64
+
+	minDue  int64
+	passMin int64               // the least Due the current pass kept
+	cursor  int                 // next slot the incremental sweep examines
+	clk     int64               // the clock when last read by the sweep
+	holds   map[uint64]holdInfo // recipients with a 131056 count or hold, or a far Due
 }
 
-// slot is one pair's state; key 0 is empty.
+// slot is one pair's state; key 0 is empty. w holds Top in its top 16
+// bits and Due - epoch in the other 48: 0 for a Due at or before the epoch
+// (the pair owes nothing), dueFar for a Due kept in holds.
 type slot struct {
-	key   uint64
-	due   int64
-	top   uint32
-	flags uint32 // flagHold: the pair has an entry in holds
+	key uint64
+	w   uint64
 }
 
-const flagHold = 1
+const (
+	dueBits = 48
+	dueMask = 1<<dueBits - 1
+	dueFar  = dueMask
+	// epochBack is how long before the instants in use a table's epoch
+	// lies: a Due up to 19.5 h old is kept exactly, one up to 58 h ahead
+	// fits the slot, and the epoch moves on when a table is rebuilt or time
+	// has moved on by half the range.
+	epochBack = int64(1) << 46
+	topMask   = 1<<(64-dueBits) - 1
+)
 
 type holdInfo struct {
 	hold  int64
+	due   int64 // the Due, when the slot says dueFar
 	fails uint32
 }
 
@@ -170,22 +200,22 @@ func (sh *memShard) find(p Pair, hb uint64) (*pairTable, *slot) {
 
 // get returns p's slot, adding it (owing nothing) if missing. Called with
 // sh.mu held.
-func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64) (*pairTable, *slot) {
+func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64, t int64) (*pairTable, *slot) {
 	tb := sh.table(p.from)
 	if tb == nil {
-		tb = m.newTable(sh, p.from)
+		tb = m.newTable(sh, p.from, t)
 	}
 	i, ok := tb.slotOf(p.to, hb)
 	if ok {
 		return tb, &tb.slots[i]
 	}
 	if tb.live >= tb.limit {
-		m.rebuild(sh, tb, tb.live+1)
+		m.rebuild(sh, tb, int(tb.live)+1)
 		i, _ = tb.slotOf(p.to, hb)
 	}
 	tb.live++
 	s := &tb.slots[i]
-	*s = slot{key: p.to, due: math.MinInt64}
+	*s = slot{key: p.to} // owes nothing
 	return tb, s
 }
 
@@ -193,7 +223,7 @@ func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64) (*pairTable, *slot) {
 // number whose pairs have all expired (one per new table, round robin), so
 // that tables of numbers no longer used do not pile up. Called with sh.mu
 // held.
-func (m *MemoryStore) newTable(sh *memShard, from uint64) *pairTable {
+func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 	if sh.tabs == nil {
 		sh.tabs = make(map[uint64]*pairTable)
 	}
@@ -205,51 +235,100 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64) *pairTable {
 				break
 			}
 			if tb.live == 0 || len(tb.slots) <= 64 && tb.allExpired(now) {
-				delete(sh.tabs, k)
-				if sh.last == tb {
-					sh.last = nil
-				}
+				sh.drop(k, tb)
 			}
 		}
 	}
-	tb := &pairTable{from: from, clk: m.clock.Now().UnixNano(),
+	tb := &sh.own
+	if tb.slots != nil || tb.from != 0 {
+		tb = new(pairTable)
+	}
+	clk := m.clock.Now().UnixNano()
+	*tb = pairTable{from: from, clk: clk, epoch: satSub(min(t, clk), epochBack),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
 	sh.tabs[from] = tb
 	sh.last = tb
 	return tb
 }
 
+// drop forgets table tb of number from. Called with sh.mu held.
+func (sh *memShard) drop(from uint64, tb *pairTable) {
+	delete(sh.tabs, from)
+	if sh.last == tb {
+		sh.last = nil
+	}
+	if tb == &sh.own {
+		sh.own = pairTable{}
+	}
+}
+
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// due returns the Due of s without its side entry, and whether it is in
+// the side map instead.
+func (tb *pairTable) due(s *slot) (int64, bool) {
+	switch d := s.w & dueMask; d {
+	case 0:
+		return math.MinInt64, false
+	case dueFar:
+		return 0, true
+	default:
+		return tb.epoch + int64(d), false
+	}
+}
+
+// encode returns the slot bits of due, and whether it must go to the side
+// map: a Due at or before the epoch owes nothing at any instant in use.
+func (tb *pairTable) encode(due int64) (uint64, bool) {
+	if due <= tb.epoch {
+		return 0, false
+	}
+	if off := uint64(due) - uint64(tb.epoch); off < dueFar {
+		return off, false
+	}
+	return dueFar, true
+}
+
+// wrote records that a slot's Due became d.
+func (tb *pairTable) wrote(d int64) { tb.passWrote = min(tb.passWrote, d) }
+
+// floor returns a lower bound of every Due in the table.
+func (tb *pairTable) floor() int64 { return min(tb.minDue, tb.passWrote) }
+
 func (tb *pairTable) state(s *slot) State {
-	st := State{Due: s.due, Top: uint64(s.top)}
-	if s.flags&flagHold != 0 {
-		h := tb.holds[s.key]
-		st.Hold, st.Fails = h.hold, h.fails
+	due, far := tb.due(s)
+	st := State{Due: due, Top: s.w >> dueBits}
+	if tb.holds != nil {
+		if h, ok := tb.holds[s.key]; ok {
+			st.Hold, st.Fails = h.hold, h.fails
+			if far {
+				st.Due = h.due
+			}
+		}
 	}
 	return st
 }
 
-// wrote records that a slot's Due became d.
-func (tb *pairTable) wrote(d int64) {
-	tb.minDue = min(tb.minDue, d)
-	tb.passWrote = min(tb.passWrote, d)
-}
-
 // set stores st in s. Called with the shard's mu held.
 func (tb *pairTable) set(s *slot, st State) {
-	s.due, s.top = st.Due, uint32(st.Top)
+	d, far := tb.encode(st.Due)
+	s.w = (st.Top&topMask)<<dueBits | d
 	tb.wrote(st.Due)
-	if st.Fails == 0 && st.Hold == 0 {
-		if s.flags&flagHold != 0 {
+	if st.Fails == 0 && st.Hold == 0 && !far {
+		if tb.holds != nil {
 			delete(tb.holds, s.key)
-			s.flags &^= flagHold
 		}
 		return
 	}
 	if tb.holds == nil {
 		tb.holds = make(map[uint64]holdInfo)
 	}
-	tb.holds[s.key] = holdInfo{hold: st.Hold, fails: st.Fails}
-	s.flags |= flagHold
+	tb.holds[s.key] = holdInfo{hold: st.Hold, fails: st.Fails, due: st.Due}
 }
 
 func (tb *pairTable) allExpired(now int64) bool {
@@ -269,39 +348,49 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 }
 
 // rebuild rehashes tb without its expired states, sized so that need
-// states fill 64 % of it. Called with sh.mu held.
+// states fill 70 % of it, and moves its epoch to epochBack before now.
+// Called with sh.mu held.
 func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
 	old := tb.slots
-	live := 0
+	states := make([]State, 0, int(tb.live)) // the survivors, in order
 	for i := range old {
 		s := &old[i]
 		if s.key == 0 {
 			continue
 		}
-		if tb.state(s).Expired(now, failMemory) {
-			if s.flags&flagHold != 0 {
+		st := tb.state(s)
+		if st.Expired(now, failMemory) {
+			if tb.holds != nil {
 				delete(tb.holds, s.key)
 			}
 			s.key = 0
 			continue
 		}
-		live++
+		states = append(states, st)
 	}
-	need += live - tb.live
+	need += len(states) - int(tb.live)
 	n := max(need*targetDen/targetNum+1, minSlots)
-	tb.slots = make([]slot, n)
+	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
+	n = cap(tb.slots)
+	tb.slots = tb.slots[:n]
 	tb.live, tb.cursor = 0, 0
-	tb.limit = n * loadNum / loadDen
+	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
+	tb.epoch = max(tb.epoch, satSub(now, epochBack))
 	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	k := 0
 	for i := range old {
 		if s := old[i]; s.key != 0 {
-			tb.minDue = min(tb.minDue, s.due)
+			st := states[k]
+			k++
+			tb.minDue = min(tb.minDue, st.Due)
 			j, _ := tb.slotOf(s.key, m.hash(tb.from, s.key)<<shardBits)
-			tb.slots[j] = s
+			tb.slots[j].key = s.key
+			tb.set(&tb.slots[j], st)
 			tb.live++
 		}
 	}
+	tb.passWrote = math.MaxInt64
 	if len(tb.holds) == 0 {
 		tb.holds = nil
 	}
@@ -367,16 +456,22 @@ func (m *MemoryStore) cross(sh *memShard) {
 // quarter full and drops an empty one. Called with sh.mu held.
 func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	asked := max(sh.now, m.now.Load())
-	if asked-int64(KeepAfterDue) < tb.minDue {
+	if asked-tb.epoch > 2*epochBack && min(asked, tb.clk)-tb.epoch > 2*epochBack {
+		m.rebuild(sh, tb, 0) // time moved on: move the epoch with it
+		return len(tb.slots)
+	}
+	floor := tb.floor()
+	if asked-int64(KeepAfterDue) < floor {
 		return 1 // nothing can have expired
 	}
-	if tb.clk-int64(KeepAfterDue) < tb.minDue {
+	if tb.clk-int64(KeepAfterDue) < floor {
 		tb.clk = m.clock.Now().UnixNano()
-		if tb.clk-int64(KeepAfterDue) < tb.minDue {
+		if tb.clk-int64(KeepAfterDue) < floor {
 			return 1
 		}
 	}
 	now := min(asked, tb.clk)
+	limit := now - int64(KeepAfterDue)
 	done := 0
 	for ; done < k; done++ {
 		if tb.cursor >= len(tb.slots) {
@@ -386,10 +481,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 			tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64
 			switch {
 			case tb.live == 0:
-				delete(sh.tabs, tb.from)
-				if sh.last == tb {
-					sh.last = nil
-				}
+				sh.drop(tb.from, tb)
 			case len(tb.slots) > 2*minSlots && tb.live < tb.limit/4:
 				m.rebuild(sh, tb, 0)
 			}
@@ -397,11 +489,16 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 		}
 		s := &tb.slots[tb.cursor]
 		if s.key != 0 {
-			if tb.state(s).Expired(now, failMemory) {
-				tb.delete(tb.cursor, m)
-				continue // the hole may have been filled: look again
+			due, far := tb.due(s)
+			if far || due <= limit {
+				st := tb.state(s)
+				if st.Expired(now, failMemory) {
+					tb.delete(tb.cursor, m)
+					continue // the hole may have been filled: look again
+				}
+				due = st.Due
 			}
-			tb.passMin = min(tb.passMin, s.due)
+			tb.passMin = min(tb.passMin, due)
 		}
 		tb.cursor++
 	}
@@ -411,7 +508,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 // delete empties slot i and shifts back the slots of its cluster that may
 // move (backward-shift deletion), so that no tombstone is left.
 func (tb *pairTable) delete(i int, m *MemoryStore) {
-	if tb.slots[i].flags&flagHold != 0 {
+	if tb.holds != nil {
 		delete(tb.holds, tb.slots[i].key)
 	}
 	n := len(tb.slots)
@@ -436,6 +533,9 @@ func (tb *pairTable) delete(i int, m *MemoryStore) {
 	tb.live--
 }
 
+// nextID returns a fresh 16-bit reservation ID, never 0. IDs come round
+// after 65,535 reservations in the shard; State.Cancel's Due check keeps a
+// stale ticket from matching. Called with sh.mu held.
 func (m *MemoryStore) nextID(sh *memShard) uint64 {
 	sh.seq++
 	if sh.seq == 0 {
@@ -448,16 +548,26 @@ func (m *MemoryStore) nextID(sh *memShard) uint64 {
 // when a table grows.
 func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Ticket, bool) {
 	sh, hb := m.lock(p, t)
-	tb, s := m.get(sh, p, hb)
-	old := State{Due: s.due, Top: uint64(s.top)}
+	tb, s := m.get(sh, p, hb, t)
+	due, far := tb.due(s)
+	old := State{Due: due, Top: s.w >> dueBits}
+	if far {
+		old = tb.state(s)
+	}
 	if old.Next(t) > addSat(t, int64(maxWait)) {
 		m.step(sh, tb)
 		sh.mu.Unlock()
 		return Ticket{Act: old.Next(t)}, false
 	}
 	st, tk := old.Reserve(t, cost, m.nextID(sh))
-	s.due, s.top = st.Due, uint32(st.Top)
-	tb.wrote(st.Due)
+	if d, farNow := tb.encode(st.Due); !far && !farNow {
+		s.w = st.Top<<dueBits | d // the hot path: one word
+		tb.wrote(st.Due)
+	} else {
+		full := tb.state(s)
+		full.Due, full.Top = st.Due, st.Top
+		tb.set(s, full)
+	}
 	m.step(sh, tb)
 	sh.mu.Unlock()
 	return tk, true
@@ -465,10 +575,10 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 
 func (m *MemoryStore) next(p Pair, t int64) int64 {
 	sh, hb := m.lock(p, math.MinInt64)
-	_, s := sh.find(p, hb)
+	tb, s := sh.find(p, hb)
 	due := int64(math.MinInt64)
 	if s != nil {
-		due = s.due
+		due = tb.state(s).Due
 	}
 	sh.mu.Unlock()
 	return State{Due: due}.Next(t)
@@ -492,7 +602,7 @@ func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
 	sh, hb := m.lock(p, t)
 	defer sh.mu.Unlock()
-	tb, s := m.get(sh, p, hb)
+	tb, s := m.get(sh, p, hb, t)
 	st, hold := tb.state(s).Refuse(t, holds)
 	tb.set(s, st)
 	m.step(sh, tb)
@@ -503,8 +613,10 @@ func (m *MemoryStore) accept(p Pair, t int64) {
 	sh, hb := m.lock(p, t)
 	defer sh.mu.Unlock()
 	tb, s := sh.find(p, hb)
-	if s != nil && s.flags&flagHold != 0 {
-		tb.set(s, tb.state(s).Accept())
+	if s != nil && tb.holds != nil {
+		if st := tb.state(s); st.Fails != 0 {
+			tb.set(s, st.Accept())
+		}
 	}
 	if tb != nil {
 		m.step(sh, tb)
@@ -519,7 +631,7 @@ func (m *MemoryStore) Len() int {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		for _, tb := range sh.tabs {
-			n += tb.live
+			n += int(tb.live)
 		}
 		sh.mu.Unlock()
 	}

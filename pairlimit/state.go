@@ -40,6 +40,8 @@ type Ticket struct {
 	PrevDue int64
 	// Act is the instant the reserved messages may go.
 	Act int64
+	// End is the pair's Due right after the reservation.
+	End int64
 }
 
 // KeepAfterDue is how long a store keeps a pair's state after its debt is
@@ -59,6 +61,7 @@ func (s State) Reserve(t int64, cost time.Duration, id uint64) (State, Ticket) {
 	tk := Ticket{ID: id, PrevTop: s.Top, PrevDue: s.Due, Act: act}
 	s.Due = addSat(act, int64(max(cost, 0)))
 	s.Top = id
+	tk.End = s.Due
 	return s, tk
 }
 
@@ -68,14 +71,17 @@ func (s State) Next(t int64) int64 { return max(t, s.Due) }
 
 // Cancel gives back reservation tk at t, exactly: when tk is the pair's Top
 // (no later reservation was made on top of it, or each later one was given
-// back first) and its time had not come (t <= tk.Act), the pair owes again
-// what it owed before it, Due = max(tk.PrevDue, Hold), and Top returns to
-// tk.PrevTop; it reports true. Otherwise it changes nothing and reports
-// false: a later reservation already acts after this one's debt (its slot is
-// spent, which errs on the safe side), or the messages' time has passed, or
-// tk was given back already (a second Cancel is harmless).
+// back first), the pair's Due is still what tk left it, max(tk.End, Hold),
+// and its time had not come (t <= tk.Act), the pair owes again what it owed
+// before it, Due = max(tk.PrevDue, Hold), and Top returns to tk.PrevTop; it
+// reports true. Otherwise it changes nothing and reports false: a later
+// reservation already acts after this one's debt (its slot is spent, which
+// errs on the safe side), or the messages' time has passed, or tk was given
+// back already (a second Cancel is harmless). The Due check makes a store
+// with short IDs (the memory store's are 16 bits) safe against an ID that
+// came round again.
 func (s State) Cancel(tk Ticket, t int64) (State, bool) {
-	if tk.ID == 0 || s.Top != tk.ID || t > tk.Act {
+	if tk.ID == 0 || s.Top != tk.ID || t > tk.Act || s.Due != max(tk.End, s.Hold) {
 		return s, false
 	}
 	s.Due = max(tk.PrevDue, s.Hold)

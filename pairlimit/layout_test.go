@@ -1,0 +1,29 @@
+package pairlimit
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// The hot path relies on this layout: a shard's lock line followed by its
+// inline table's hot line, shards on cache-line boundaries.
+func TestMemoryLayout(t *testing.T) {
+	t.Parallel()
+	var m MemoryStore
+	var sh memShard
+	if got := unsafe.Sizeof(slot{}); got != 16 {
+		t.Errorf("slot is %d bytes, want 16", got)
+	}
+	if off := unsafe.Offsetof(m.shards); off%64 != 0 {
+		t.Errorf("shards start at offset %d, want a multiple of 64", off)
+	}
+	if size := unsafe.Sizeof(sh); size%64 != 0 {
+		t.Errorf("a shard is %d bytes, want a multiple of 64", size)
+	}
+	if off := unsafe.Offsetof(sh.own); off != 64 {
+		t.Errorf("the inline table starts at %d, want 64", off)
+	}
+	if off := unsafe.Offsetof(sh.own.minDue); off != 64 {
+		t.Errorf("the table's hot fields take %d bytes, want 64", off)
+	}
+}
