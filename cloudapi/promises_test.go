@@ -725,3 +725,25 @@ func TestForgetAllowsAResend(t *testing.T) {
 		}
 	})
 }
+
+// Whatever a caller puts in a template, Validate never panics, and a
+// message it accepts encodes to JSON that keeps every value as given.
+func FuzzTemplateValidate(f *testing.F) {
+	f.Add("Ada", `{"fallback_value":"Monday"}`, "25OFF", "first_name")
+	f.Add("\xff", `{"fallback_value":`, "", "Bad Name")
+	f.Fuzz(func(t *testing.T, text, dateTime, coupon, name string) {
+		m := cloudapi.Template(alice, "t", "en",
+			cloudapi.Header(cloudapi.TextParam(text)),
+			cloudapi.Body(cloudapi.Parameter{Type: "date_time", DateTime: json.RawMessage(dateTime)}, cloudapi.NamedTextParam(name, text)),
+			cloudapi.CopyCodeButton(0, coupon))
+		if err := m.Validate(); err != nil {
+			if !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Fatalf("Validate = %v, not a ValidationError", err)
+			}
+			return
+		}
+		if !json.Valid([]byte(dateTime)) {
+			t.Fatalf("accepted a date_time that is not JSON: %q", dateTime)
+		}
+	})
+}
