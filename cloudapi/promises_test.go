@@ -747,3 +747,20 @@ func FuzzTemplateValidate(f *testing.F) {
 		}
 	})
 }
+
+// A context that ended before the send sends nothing.
+func TestCancelledContextSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		m := withKey(cloudapi.Text(alice, "x"), "k-cancel")
+		_, err := h.c.Send(ctx, number, m)
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || !errors.Is(err, context.Canceled) || len(h.srv.Requests()) != 0 {
+			t.Fatalf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Errorf("the key of a message never sent was kept: %v", err)
+		}
+	})
+}
