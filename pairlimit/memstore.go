@@ -37,9 +37,10 @@ import (
 type MemoryStore struct {
 	clock  clock.Clock
 	seed   uint64
+	_      [40]byte      // read on every call: alone on its cache line
 	rot    atomic.Uint32 // the next shard a cross-shard sweep visits
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
-	_      [24]byte      // shards start on a cache line
+	_      [48]byte      // shards start on a cache line
 	shards [memShards]memShard
 }
 
@@ -56,44 +57,43 @@ const (
 	failMemory = 15 * time.Minute
 )
 
-// memShard is one shard: its lock and bookkeeping in the first cache
-// line, then, inline, the table of the first business number it saw, whose
-// hot fields fill the second line, so that a call on a one-number limiter
-// touches two adjacent lines before its slot.
+// memShard is one shard. Its first cache line holds the lock, the
+// reservation IDs and the hot fields of the table of the first business
+// number it saw, inline: a call on a one-number limiter touches that one
+// line, then its slot. The rest is read by sweeps and other numbers.
 type memShard struct {
-	mu   sync.Mutex
-	now  int64  // latest instant a call was asked at; protected by mu
-	seq  uint16 // last reservation ID; protected by mu
-	_    uint16
-	ops  uint32                // calls since the last cross-shard sweep; protected by mu
-	last *pairTable            // the table used last; protected by mu
-	tabs map[uint64]*pairTable // by business number; protected by mu
-	_    [24]byte
-	own  pairTable // the first table; protected by mu
-	_    [24]byte
+	mu  sync.Mutex
+	seq uint16 // last reservation ID; protected by mu
+	ops uint16 // calls since the shard last swept; protected by mu
+	_   uint32
+	own pairTable // the first table; protected by mu
+
+	now  int64                 // latest instant asked, as of the last sweep step; protected by mu
+	last *pairTable            // the other table used last; protected by mu
+	tabs map[uint64]*pairTable // the other tables, by business number; protected by mu
+	_    [56]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
 type pairTable struct {
-	// Hot: one cache line.
-	from  uint64
+	// Hot: 48 bytes.
 	slots []slot
-	live  int32  // occupied slots
-	limit int32  // rebuild when live reaches it
-	ops   uint32 // calls since the last sweep step
-	_     uint32
+	from  uint64
+	live  int32 // occupied slots
+	limit int32 // rebuild when live reaches it
 	epoch int64 // the instant slot dues count from
-	// passWrote gathers the least Due written during a pass of the sweep;
-	// with minDue (at most every Due when the pass began) it bounds every
-	// Due in the table from below, so that a sweep that could find nothing
-	// expired costs nothing.
-	passWrote int64
 
-	minDue  int64
-	passMin int64               // the least Due the current pass kept
-	cursor  int                 // next slot the incremental sweep examines
-	clk     int64               // the clock when last read by the sweep
-	holds   map[uint64]holdInfo // recipients with a 131056 count or hold, or a far Due
+	// passWrote gathers the least Due written lower than before during a
+	// pass of the sweep; with minDue (at most every Due when the pass
+	// began) it bounds every Due in the table from below, so that a sweep
+	// that could find nothing expired costs nothing. (A reservation only
+	// raises a Due: only new slots and give-backs write it lower.)
+	passWrote int64
+	minDue    int64
+	passMin   int64               // the least Due the current pass kept
+	cursor    int32               // next slot the incremental sweep examines
+	clk       int64               // the clock when last read by the sweep
+	holds     map[uint64]holdInfo // recipients with a 131056 count or hold, or a far Due
 }
 
 // slot is one pair's state; key 0 is empty. w holds Top in its top 16
@@ -141,17 +141,19 @@ func (m *MemoryStore) hash(from, to uint64) uint64 {
 }
 
 // lock locks p's shard and returns it with its hash.
-func (m *MemoryStore) lock(p Pair, t int64) (*memShard, uint64) {
+func (m *MemoryStore) lock(p Pair) (*memShard, uint64) {
 	h := m.hash(p.from, p.to)
 	sh := &m.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
-	sh.now = max(sh.now, t)
 	return sh, h << shardBits
 }
 
 // table returns the shard's table of business number from, or nil. Called
 // with sh.mu held.
 func (sh *memShard) table(from uint64) *pairTable {
+	if sh.own.from == from {
+		return &sh.own
+	}
 	if tb := sh.last; tb != nil && tb.from == from {
 		return tb
 	}
@@ -224,41 +226,40 @@ func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64, t int64) (*pairTable,
 // that tables of numbers no longer used do not pile up. Called with sh.mu
 // held.
 func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
-	if sh.tabs == nil {
-		sh.tabs = make(map[uint64]*pairTable)
-	}
-	if len(sh.tabs) > 0 {
-		now := m.horizon(sh)
-		n := 0
-		for k, tb := range sh.tabs {
-			if n++; n > 2 {
-				break
-			}
-			if tb.live == 0 || len(tb.slots) <= 64 && tb.allExpired(now) {
-				sh.drop(k, tb)
-			}
+	now := m.horizon(sh)
+	n := 0
+	for k, tb := range sh.tabs {
+		if n++; n > 2 {
+			break
+		}
+		if tb.live == 0 || len(tb.slots) <= 64 && tb.allExpired(now) {
+			sh.drop(k, tb)
 		}
 	}
 	tb := &sh.own
-	if tb.slots != nil || tb.from != 0 {
+	if tb.from != 0 {
+		if sh.tabs == nil {
+			sh.tabs = make(map[uint64]*pairTable)
+		}
 		tb = new(pairTable)
+		sh.tabs[from] = tb
+		sh.last = tb
 	}
 	clk := m.clock.Now().UnixNano()
 	*tb = pairTable{from: from, clk: clk, epoch: satSub(min(t, clk), epochBack),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
-	sh.tabs[from] = tb
-	sh.last = tb
 	return tb
 }
 
 // drop forgets table tb of number from. Called with sh.mu held.
 func (sh *memShard) drop(from uint64, tb *pairTable) {
+	if tb == &sh.own {
+		sh.own = pairTable{}
+		return
+	}
 	delete(sh.tabs, from)
 	if sh.last == tb {
 		sh.last = nil
-	}
-	if tb == &sh.own {
-		sh.own = pairTable{}
 	}
 }
 
@@ -352,6 +353,11 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 // Called with sh.mu held.
 func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
+	epoch := max(tb.epoch, satSub(now, epochBack))
+	if tb.holds == nil && epoch == tb.epoch {
+		m.regrow(tb, now, need) // the common case: slot words move as they are
+		return
+	}
 	old := tb.slots
 	states := make([]State, 0, int(tb.live)) // the survivors, in order
 	for i := range old {
@@ -369,15 +375,8 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		}
 		states = append(states, st)
 	}
-	need += len(states) - int(tb.live)
-	n := max(need*targetDen/targetNum+1, minSlots)
-	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
-	n = cap(tb.slots)
-	tb.slots = tb.slots[:n]
-	tb.live, tb.cursor = 0, 0
-	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
-	tb.epoch = max(tb.epoch, satSub(now, epochBack))
-	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	tb.resize(len(states) + need - int(tb.live))
+	tb.epoch = epoch
 	k := 0
 	for i := range old {
 		if s := old[i]; s.key != 0 {
@@ -396,6 +395,46 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	}
 }
 
+// regrow is rebuild for a table with no side entries whose epoch stays:
+// expired slots are dropped and the others move word for word.
+func (m *MemoryStore) regrow(tb *pairTable, now int64, need int) {
+	limit := now - int64(KeepAfterDue)
+	old := tb.slots
+	live := 0
+	for i := range old {
+		s := &old[i]
+		if s.key == 0 {
+			continue
+		}
+		if d := s.w & dueMask; d == 0 || tb.epoch+int64(d) <= limit {
+			s.key = 0 // expired: owes nothing, no 131056 count
+			continue
+		}
+		live++
+	}
+	tb.resize(live + need - int(tb.live))
+	for i := range old {
+		if s := old[i]; s.key != 0 {
+			tb.minDue = min(tb.minDue, tb.epoch+int64(s.w&dueMask))
+			j, _ := tb.slotOf(s.key, m.hash(tb.from, s.key)<<shardBits)
+			tb.slots[j] = s
+			tb.live++
+		}
+	}
+}
+
+// resize gives tb an empty array for need states at 70 % full (a whole
+// allocation size class) and resets its counts and sweep.
+func (tb *pairTable) resize(need int) {
+	n := max(need*targetDen/targetNum+1, minSlots)
+	tb.slots = slices.Grow([]slot(nil), n) // a whole size class: no slack wasted
+	n = cap(tb.slots)
+	tb.slots = tb.slots[:n]
+	tb.live, tb.cursor = 0, 0
+	tb.limit = int32(min(n*loadNum/loadDen, math.MaxInt32))
+	tb.minDue, tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64, math.MaxInt64
+}
+
 // Incremental sweep: every sweepEvery calls to a table examine sweepSlots
 // of its slots, and every crossEvery calls to a shard examine crossSlots
 // slots of the next shards in turn, so that a full pass over n slots takes
@@ -408,22 +447,25 @@ const (
 	crossSlots = 64
 )
 
-// step counts a call to tb and sweeps as described above. Called with
-// sh.mu held, after the call is done with its slot.
-func (m *MemoryStore) step(sh *memShard, tb *pairTable) {
-	if tb.ops++; tb.ops >= sweepEvery {
-		tb.ops = 0
-		m.sweep(sh, tb, sweepSlots)
+// step counts a call asked at t that used tb and, every sweepEvery calls
+// to the shard, records t as the shard's latest instant and sweeps tb, and
+// every crossEvery calls other shards. Called with sh.mu held, after the
+// call is done with its slot.
+func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
+	if sh.ops++; sh.ops%sweepEvery != 0 {
+		return
 	}
-	if sh.ops++; sh.ops >= crossEvery {
-		sh.ops = 0
+	sh.now = max(sh.now, t)
+	m.sweep(sh, tb, sweepSlots)
+	if sh.ops%crossEvery == 0 {
 		m.cross(sh)
 	}
 }
 
-// cross sweeps the tables of the next shards in turn, skipping shards whose
-// lock is taken. Called with sh.mu held: TryLock never waits, so shards
-// never deadlock.
+// cross sweeps the tables of the next shards in turn (sh's own other
+// tables included when its turn comes), skipping shards whose lock is
+// taken. Called with sh.mu held: TryLock never waits, so shards never
+// deadlock.
 func (m *MemoryStore) cross(sh *memShard) {
 	for {
 		cur := m.now.Load()
@@ -434,19 +476,21 @@ func (m *MemoryStore) cross(sh *memShard) {
 	budget := crossSlots
 	for tries := 0; budget > 0 && tries < 8; tries++ {
 		o := &m.shards[m.rot.Add(1)%memShards]
-		if o == sh || !o.mu.TryLock() {
+		if o != sh && !o.mu.TryLock() {
 			continue
 		}
-		if tb := o.last; tb != nil && len(o.tabs) == 1 {
-			budget -= m.sweep(o, tb, min(budget, len(tb.slots))) // no map iteration
-		} else {
-			for _, tb := range o.tabs {
-				if budget -= m.sweep(o, tb, min(budget, len(tb.slots))); budget <= 0 {
-					break
-				}
-			}
+		if o.own.from != 0 {
+			budget -= m.sweep(o, &o.own, min(budget, len(o.own.slots)))
 		}
-		o.mu.Unlock()
+		for _, tb := range o.tabs { // the others, from a random one
+			if budget <= 0 {
+				break
+			}
+			budget -= m.sweep(o, tb, min(budget, len(tb.slots)))
+		}
+		if o != sh { // sh is the caller's, locked already
+			o.mu.Unlock()
+		}
 	}
 }
 
@@ -474,7 +518,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	limit := now - int64(KeepAfterDue)
 	done := 0
 	for ; done < k; done++ {
-		if tb.cursor >= len(tb.slots) {
+		if int(tb.cursor) >= len(tb.slots) {
 			tb.cursor = 0
 			tb.clk = m.clock.Now().UnixNano()
 			tb.minDue = min(tb.passMin, tb.passWrote)
@@ -487,13 +531,13 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 			}
 			return done + 1
 		}
-		s := &tb.slots[tb.cursor]
+		s := &tb.slots[int(tb.cursor)]
 		if s.key != 0 {
 			due, far := tb.due(s)
 			if far || due <= limit {
 				st := tb.state(s)
 				if st.Expired(now, failMemory) {
-					tb.delete(tb.cursor, m)
+					tb.delete(int(tb.cursor), m)
 					continue // the hole may have been filled: look again
 				}
 				due = st.Due
@@ -547,7 +591,7 @@ func (m *MemoryStore) nextID(sh *memShard) uint64 {
 // reserve is Reserve without the interface. It does not allocate, except
 // when a table grows.
 func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Ticket, bool) {
-	sh, hb := m.lock(p, t)
+	sh, hb := m.lock(p)
 	tb, s := m.get(sh, p, hb, t)
 	due, far := tb.due(s)
 	old := State{Due: due, Top: s.w >> dueBits}
@@ -555,26 +599,28 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 		old = tb.state(s)
 	}
 	if old.Next(t) > addSat(t, int64(maxWait)) {
-		m.step(sh, tb)
+		m.step(sh, tb, t)
 		sh.mu.Unlock()
 		return Ticket{Act: old.Next(t)}, false
 	}
 	st, tk := old.Reserve(t, cost, m.nextID(sh))
 	if d, farNow := tb.encode(st.Due); !far && !farNow {
+		if s.w&dueMask == 0 {
+			tb.wrote(st.Due) // a Due rises from nothing: the sweep must know
+		}
 		s.w = st.Top<<dueBits | d // the hot path: one word
-		tb.wrote(st.Due)
 	} else {
 		full := tb.state(s)
 		full.Due, full.Top = st.Due, st.Top
 		tb.set(s, full)
 	}
-	m.step(sh, tb)
+	m.step(sh, tb, t)
 	sh.mu.Unlock()
 	return tk, true
 }
 
 func (m *MemoryStore) next(p Pair, t int64) int64 {
-	sh, hb := m.lock(p, math.MinInt64)
+	sh, hb := m.lock(p)
 	tb, s := sh.find(p, hb)
 	due := int64(math.MinInt64)
 	if s != nil {
@@ -585,7 +631,7 @@ func (m *MemoryStore) next(p Pair, t int64) int64 {
 }
 
 func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
-	sh, hb := m.lock(p, t)
+	sh, hb := m.lock(p)
 	defer sh.mu.Unlock()
 	tb, s := sh.find(p, hb)
 	if s == nil || tk.ID > math.MaxUint32 {
@@ -595,22 +641,22 @@ func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 	if ok {
 		tb.set(s, st)
 	}
-	m.step(sh, tb)
+	m.step(sh, tb, t)
 	return ok
 }
 
 func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
-	sh, hb := m.lock(p, t)
+	sh, hb := m.lock(p)
 	defer sh.mu.Unlock()
 	tb, s := m.get(sh, p, hb, t)
 	st, hold := tb.state(s).Refuse(t, holds)
 	tb.set(s, st)
-	m.step(sh, tb)
+	m.step(sh, tb, t)
 	return hold
 }
 
 func (m *MemoryStore) accept(p Pair, t int64) {
-	sh, hb := m.lock(p, t)
+	sh, hb := m.lock(p)
 	defer sh.mu.Unlock()
 	tb, s := sh.find(p, hb)
 	if s != nil && tb.holds != nil {
@@ -619,7 +665,7 @@ func (m *MemoryStore) accept(p Pair, t int64) {
 		}
 	}
 	if tb != nil {
-		m.step(sh, tb)
+		m.step(sh, tb, t)
 	}
 }
 
@@ -630,6 +676,7 @@ func (m *MemoryStore) Len() int {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
+		n += int(sh.own.live)
 		for _, tb := range sh.tabs {
 			n += int(tb.live)
 		}

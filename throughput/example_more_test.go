@@ -56,3 +56,20 @@ func ExampleWithStore() {
 	// Output:
 	// admitted at once: 1
 }
+
+// BucketState is the rule a Store applies to a number's bucket, as pure
+// functions: what a Lua script reimplements. Here a bucket of burst 2 and
+// one token a second.
+func ExampleBucketState() {
+	var s throughput.BucketState // a full bucket
+	t := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
+	for id := uint64(1); id <= 3; id++ {
+		var tk throughput.BucketTicket
+		s, tk = s.Reserve(t, 1, time.Second, 2, id)
+		fmt.Println("send", id, "at +", time.Duration(tk.Act-t))
+	}
+	// Output:
+	// send 1 at + 0s
+	// send 2 at + 0s
+	// send 3 at + 1s
+}
