@@ -159,7 +159,7 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 	if h := c.Number(s.from).HeldUntil(); h.After(at) {
 		at, hold = h, errcodes.HoldPhoneNumber
 	}
-	if h := c.budget.HeldUntil(); h.After(at) {
+	if h := c.budget.RefusedUntil(); h.After(at) { // its only hold that concerns sends
 		at, hold = h, errcodes.HoldApp
 		if s.last != 0 && errcodes.Lookup(s.last).Hold == errcodes.HoldWABA {
 			hold = errcodes.HoldWABA

@@ -216,9 +216,11 @@ func WithTier(t *throughput.Tier) Option {
 	}
 }
 
-// WithBudget holds sends while t, the app's call budget against the WABA,
-// is held after errors 4, 80007 or 80008 or a usage header at 100 %. The
-// default is a budget of throughput.BudgetActiveWABA.
+// WithBudget shares b, the app's call budget against the WABA, with the
+// Client: sends wait while Meta's refusal of a call (4, 613, 80007 or
+// 80008) holds it (b.RefusedUntil); a usage header about management calls
+// is fed to b but never holds a send. The default is a budget of
+// throughput.BudgetActiveWABA.
 func WithBudget(b *throughput.Budget) Option {
 	return func(c *Client) error {
 		if b == nil {

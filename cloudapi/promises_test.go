@@ -453,7 +453,7 @@ func TestDefaultAPIVersionIsRecent(t *testing.T) {
 // A refusal for a limit that no limiter holds is refused, not retried at
 // the schedule's pace against a limit nobody waits out.
 func TestUnheldRefusalIsNotRetried(t *testing.T) {
-	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.GraphRateLimit, errcodes.BusinessRateLimit} {
+	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.BusinessRateLimit} {
 		t.Run(fmt.Sprint(int(code)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, nil)
@@ -761,6 +761,20 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 		}
 		if _, err := h.c.Send(t.Context(), number, m); err != nil {
 			t.Errorf("the key of a message never sent was kept: %v", err)
+		}
+	})
+}
+
+// The call budget holds sends only after Meta refused a call (4, 613,
+// 80007, 80008), never because of a usage header about management calls.
+func TestBudgetHoldsOnlyAfterARefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		start := time.Now()
+		h.srv.FailNext(errcodes.GraphRateLimit)
+		res, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+		if err != nil || res.Attempts != 2 || res.SentAt.Sub(start) != time.Minute {
+			t.Fatalf("613: %+v %v, want accepted after the 1 min hold", res, err)
 		}
 	})
 }

@@ -50,11 +50,10 @@ type Result struct {
 // and classifies the answer with CheckResponse and errcodes:
 //
 //   - a refusal that holds a limit the Client paces (131056 the pair;
-//     130429, 131057, 2494100 the number; 4, 80007, 80008 the call
-//     budget): the limit is held as Meta prescribes and only this message
+//     130429, 131057, 2494100 the number; 4, 613, 80007, 80008 the
+//     call budget): the limit is held as Meta prescribes and only this message
 //     is retried; other recipients are not slowed. A refusal for a limit no
-//     limiter holds (131048, 613, 131064) ends in StateRefused, not
-//     retried.
+//     limiter holds (131048, 131064) ends in StateRefused, not retried.
 //   - anything that does not prove refusal (a transport failure after a byte
 //     of the request may have left, a timeout, any 5xx except 2494100, codes
 //     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
