@@ -194,7 +194,8 @@ func TestBSUIDRecipient(t *testing.T) {
 		h := newHarness(t, nil)
 		const user = "CO.1949266959121697"
 		for _, m := range []cloudapi.Message{cloudapi.Text(user, "hi"), cloudapi.Template(user, "order_update", "en"),
-			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍")} {
+			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍"),
+			cloudapi.Text("US.13491208655302741918", "Meta's own example"), cloudapi.Text("US.ENT.11815799212886844830", "a parent BSUID")} {
 			if err := m.Validate(); err != nil {
 				t.Fatalf("%s to a BSUID: %v", m.Kind(), err)
 			}
