@@ -58,9 +58,9 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 // admit reserves, for messages [i, i+n), the number (one slot each), the
 // pair (n together) and the tier, at instants that agree, in named steps:
 //
-//  1. known waits: a retry's least wait, a budget hold, the pair's debt
-//     (asked without reserving anything), checked against the deadline and
-//     waited out holding nothing;
+//  1. known waits: a retry's least wait, the number's or the budget's
+//     hold, the pair's debt (asked without reserving anything), checked
+//     against the deadline and waited out holding nothing;
 //  2. the number, asked now: its queue sets a campaign's pace, and a bucket
 //     asked at future instants would push every other recipient back;
 //  3. the pair, at the number's slot, so that Meta sees the burst start
@@ -156,7 +156,10 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 	if s.last != 0 {
 		hold = errcodes.Lookup(s.last).Hold
 	}
-	if h := c.budget.HeldUntil(); h.After(at) {
+	if h := c.Number(s.from).HeldUntil(); h.After(at) {
+		at, hold = h, errcodes.HoldPhoneNumber
+	}
+	if h := c.budget.RefusedUntil(); h.After(at) { // its only hold that concerns sends
 		at, hold = h, errcodes.HoldApp
 		if s.last != 0 && errcodes.Lookup(s.last).Hold == errcodes.HoldWABA {
 			hold = errcodes.HoldWABA

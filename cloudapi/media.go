@@ -35,7 +35,9 @@ type MediaInfo struct {
 // ID) to /{phone-number-id}/media and returns its media ID, to send with
 // Media{ID: id}. name is the file name Meta sees; mimeType its type, such as
 // "image/jpeg" or "application/pdf". Meta's answer is classified with
-// CheckResponse: a refusal is an *errcodes.Error. Nothing is retried.
+// CheckResponse: a refusal is an *errcodes.Error. Nothing is retried. The
+// asset is buffered in memory while the request is built (Meta accepts at
+// most 100 MB, for documents).
 func (c *Client) UploadMedia(ctx context.Context, from, name, mimeType string, r io.Reader) (string, error) {
 	if _, err := phoneID(from); err != nil {
 		return "", err
