@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/webhook"
+	"go.uber.org/goleak"
 )
 
 // start runs the command on a free loopback port and returns its URL.
@@ -192,4 +193,38 @@ func FuzzParseFailure(f *testing.F) {
 			t.Fatalf("%q accepted as %+v", s, fl)
 		}
 	})
+}
+
+// Run stops every goroutine it started (the server, the webhook sender)
+// when its context ends.
+func TestRunLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer hook.Close()
+	file := filepath.Join(t.TempDir(), "addr")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, []string{"-addr-file", file, "-webhook", hook.URL}, io.Discard, io.Discard) }()
+	var url string
+	for range 500 {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			url = strings.TrimSpace(string(b))
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tr := &http.Transport{}
+	c := &http.Client{Transport: tr}
+	body := `{"messaging_product":"whatsapp","to":"237690000001","type":"text","text":{"body":"hi"}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v23.0/106540352242922/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer T")
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	tr.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	hook.CloseClientConnections()
 }
