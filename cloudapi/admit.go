@@ -18,7 +18,7 @@ type admission struct {
 	pair  pairlimit.Pair
 	slots []slot
 	pr    pairlimit.Reservation // zero for MarkRead
-	tier  bool                  // the tier counted the recipient for this attempt
+	tier  *throughput.Claim     // the tier's count of the recipient, if claimed
 }
 
 // slot is one admitted message: when it may go.
@@ -49,18 +49,18 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 			a.pr = a.c.pairs.ReserveN(at, a.pair, counted)
 		}
 	}
-	if counted == 0 && a.tier {
-		a.c.tierGiveBack(t, a.pair)
-		a.tier = false
+	if counted == 0 && a.tier != nil {
+		a.tier.Release() // gives back only a recipient this claim counted anew
+		a.tier = nil
 	}
 }
 
 // admit reserves, for messages [i, i+n), the number (one slot each), the
 // pair (n together) and the tier, at instants that agree, in named steps:
 //
-//  1. known waits: a retry's least wait, a budget hold, the pair's debt
-//     (asked without reserving anything), checked against the deadline and
-//     waited out holding nothing;
+//  1. known waits: a retry's least wait, the number's or the budget's
+//     hold, the pair's debt (asked without reserving anything), checked
+//     against the deadline and waited out holding nothing;
 //  2. the number, asked now: its queue sets a campaign's pace, and a bucket
 //     asked at future instants would push every other recipient back;
 //  3. the pair, at the number's slot, so that Meta sees the burst start
@@ -127,16 +127,21 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 		}
 		// 5. The tier.
 		if c.tier != nil && s.countsTowardTier(i, n) {
-			ok, retryAt := c.tier.Admit(first, s.pair.To())
-			if !ok {
+			cl := c.tier.ClaimParsed(first, s.to)
+			if err := cl.Err(); err != nil {
 				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, err)
+			}
+			if !cl.OK() {
+				a.settle(now, 0, 0)
+				retryAt := cl.RetryAt()
 				if retryAt.IsZero() || (!s.deadline.IsZero() && retryAt.After(s.deadline)) {
 					return nil, s.backpressure(errcodes.HoldTier, retryAt.Sub(start))
 				}
 				notBefore = retryAt
 				continue
 			}
-			a.tier = true
+			a.tier = &cl
 		}
 		return a, nil
 	}
@@ -151,7 +156,10 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 	if s.last != 0 {
 		hold = errcodes.Lookup(s.last).Hold
 	}
-	if h := c.budget.HeldUntil(); h.After(at) {
+	if h := c.Number(s.from).HeldUntil(); h.After(at) {
+		at, hold = h, errcodes.HoldPhoneNumber
+	}
+	if h := c.budget.RefusedUntil(); h.After(at) { // its only hold that concerns sends
 		at, hold = h, errcodes.HoldApp
 		if s.last != 0 && errcodes.Lookup(s.last).Hold == errcodes.HoldWABA {
 			hold = errcodes.HoldWABA
@@ -201,8 +209,3 @@ func (s *sending) late(at, start time.Time, hold errcodes.Hold) error {
 func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
 	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
 }
-
-// tierGiveBack gives back the tier's count of p's recipient at t, for a
-// message that was never sent.
-// TODO(cores): call the Tier's give-back once it lands.
-func (c *Client) tierGiveBack(t time.Time, p pairlimit.Pair) {}

@@ -63,6 +63,9 @@ type attemptResult struct {
 
 // post makes one request for body and classifies the answer.
 func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte) attemptResult {
+	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
+		return attemptResult{state: StateNotSubmitted, err: err}
+	}
 	req, err := c.newRequest(ctx, from, body)
 	if err != nil {
 		return attemptResult{state: StateNotSubmitted, err: err}

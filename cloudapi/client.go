@@ -60,6 +60,7 @@ type Client struct {
 	defaultMPS int
 	mpsFor     map[string]int
 	tpOpts     []throughput.Option
+	store      Store  // with WithStore: where the limits the Client builds keep their state
 	salt       []byte // keys the pair pseudonyms in logs
 	newKey     func() string
 	idemKeys   int
@@ -92,11 +93,12 @@ func WithBaseURL(base string) Option {
 	}
 }
 
-// WithAPIVersion names the Graph API version, such as "v23.0".
+// WithAPIVersion names the Graph API version, such as "v26.0" (default
+// DefaultAPIVersion). Pin it to upgrade on your own schedule.
 func WithAPIVersion(v string) Option {
 	return func(c *Client) error {
 		if !versionRE.MatchString(v) {
-			return fmt.Errorf("%w: API version must look like v23.0", ErrInvalidOption)
+			return fmt.Errorf("%w: API version must look like v26.0", ErrInvalidOption)
 		}
 		c.version = v
 		return nil
@@ -215,9 +217,11 @@ func WithTier(t *throughput.Tier) Option {
 	}
 }
 
-// WithBudget holds sends while t, the app's call budget against the WABA,
-// is held after errors 4, 80007 or 80008 or a usage header at 100 %. The
-// default is a budget of throughput.BudgetActiveWABA.
+// WithBudget shares b, the app's call budget against the WABA, with the
+// Client: sends wait while Meta's refusal of a call (4, 613, 80007 or
+// 80008) holds it (b.RefusedUntil); a usage header about management calls
+// is fed to b but never holds a send. The default is a budget of
+// throughput.BudgetActiveWABA.
 func WithBudget(b *throughput.Budget) Option {
 	return func(c *Client) error {
 		if b == nil {
@@ -255,10 +259,12 @@ func WithIdempotencyKeys(f func() string) Option {
 }
 
 // WithIdempotencyMemory bounds how many idempotency keys the Client
-// remembers (default 100,000) and for how long (default 24 hours). A send whose key is remembered makes no request
-// and fails with ErrDuplicate. Memory stays below about keys x 1 KiB (a key
-// is at most 512 bytes). Keys are forgotten oldest first; the memory is
-// per Client and lost with it (a durable queue remembers for longer).
+// remembers (default 100,000) and for how long (default 24 hours). Only keys
+// the caller set in Message.IdempotencyKey are remembered; a send whose key
+// is remembered makes no request and fails with ErrDuplicate. Memory stays
+// below about keys x 1 KiB (a key is at most 512 bytes). Keys are forgotten
+// oldest first; the memory is per Client and lost with it (a durable queue
+// remembers for longer).
 func WithIdempotencyMemory(keys int, age time.Duration) Option {
 	return func(c *Client) error {
 		if keys < 1 || age <= 0 {
@@ -306,10 +312,10 @@ func New(token string, opts ...Option) (*Client, error) {
 		}
 	}
 	if c.pairs == nil {
-		c.pairs = pairlimit.New(pairlimit.Meta, pairlimit.WithClock(c.clock))
+		c.pairs = pairlimit.New(pairlimit.Meta, c.pairOptions()...)
 	}
 	if c.budget == nil {
-		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithClock(c.clock))
+		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, c.budgetOptions()...)
 	}
 	c.idem = newIdemMemory(c.idemKeys, c.idemAge)
 	c.salt = make([]byte, 16)
@@ -329,7 +335,7 @@ func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
 		if !ok {
 			mps = c.defaultMPS
 		}
-		l = throughput.New(mps, append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)...)
+		l = throughput.New(mps, c.numberOptions(phoneNumberID)...)
 		c.numbers[phoneNumberID] = l
 	}
 	return l

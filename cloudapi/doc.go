@@ -32,13 +32,13 @@
 // Only answers that prove Meta refused the message for a limit the Client
 // paces are retried, and only that limit waits: 131056 holds the pair
 // (4^X seconds, backoff.Meta), 130429, 131057 and 2494100 hold the number,
-// 4, 80007 and 80008 hold the call budget (errcodes.Class.Hold says which);
-// every other recipient keeps flowing. A refusal for a limit none of the
-// Client's limiters holds (131048, 613, the tier's 131064) is reported in
-// StateRefused and not retried. When bubble k of a
-// burst is refused, the pair keeps only the debt of the k bubbles Meta
-// accepted and the rest go again as a new burst. Meta has no idempotency
-// key, so an answer that does not prove refusal (a transport failure after
+// 4, 613, 80007 and 80008 hold the call budget (errcodes.Class.Hold says
+// which; a usage header about management calls holds no send); every other
+// recipient keeps flowing. A refusal for a limit none of the Client's
+// limiters holds (131048, the tier's 131064) is reported in StateRefused
+// and not retried. When bubble k of a burst is refused, the pair keeps
+// only the debt of the k bubbles Meta accepted and the rest go again as a
+// new burst. Meta has no idempotency key, so an answer that does not prove refusal (a transport failure after
 // a byte of the request may have left, a timeout, any 5xx except 2494100,
 // codes 1, 2, 131000, 131016) leaves the outcome unknown: the error matches
 // [ErrSubmittedUnknown], carries the message's idempotency key (also sent

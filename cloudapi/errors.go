@@ -46,10 +46,12 @@ const (
 var ErrSubmittedUnknown = errors.New("cloudapi: submitted, outcome unknown")
 
 // ErrDuplicate is matched by the error of a send whose idempotency key the
-// Client has already sent (accepted, failed, refused by Meta or with an
-// unknown outcome): no request is made. The error is a *SendError with
-// Duplicate set, describing the first send; for an accepted first send,
-// Send also returns the first send's *Result.
+// Client has already sent (accepted, failed for good, with an unknown
+// outcome, or still in flight): no request is made. The error is a
+// *SendError with Duplicate set, describing the first send; for an accepted
+// first send, Send also returns the first send's *Result. Keys of messages
+// that were not sent (not submitted, refused) are forgotten at once, so
+// they may be sent again; Client.Forget forgets a key on purpose.
 var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 
 // BackpressureError reports that a message could not be sent before its

@@ -102,6 +102,17 @@ func (c *Client) scrub(err error) error {
 	return err
 }
 
+// scrubAny scrubs an error of any kind: Meta's fields in place, or a
+// transport error's text.
+func (c *Client) scrubAny(err error) error {
+	var ge *errcodes.Error
+	if errors.As(err, &ge) {
+		c.scrubError(ge)
+		return err
+	}
+	return c.scrub(err)
+}
+
 // scrubError removes the token from every text Meta sent back, however
 // short the token: Meta's messages, titles and trace IDs have echoed it.
 func (c *Client) scrubError(e *errcodes.Error) {

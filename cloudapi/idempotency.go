@@ -137,3 +137,9 @@ func duplicate(key string, first *sent) (*Result, error) {
 	}
 	return first.result, &SendError{State: first.state, IdempotencyKey: key, Attempts: first.attempts, Duplicate: true, Err: first.err}
 }
+
+// Forget makes the Client forget idempotency key, so that a message sent
+// with it may be sent again: for a queue that reconciled an unknown outcome
+// as not delivered and decided to resend. A send still in progress with
+// the key is unaffected. Forget is safe for concurrent use.
+func (c *Client) Forget(key string) { c.idem.release(key) }

@@ -46,6 +46,7 @@ const (
 	KindInteractive Kind = "interactive"
 	KindLocation    Kind = "location"
 	KindReaction    Kind = "reaction"
+	KindContacts    Kind = "contacts"
 	// KindRead marks an inbound message as read: not a message to the
 	// user, so neither the pair limit nor the tier applies.
 	KindRead Kind = "read"
@@ -151,8 +152,9 @@ func (m Message) check() (phone.Recipient, error) {
 		return to, invalid("category", "unknown template category")
 	}
 	if to.IsBSUID() && m.kind == KindTemplate && m.Category == CategoryAuthentication {
-		// Meta, "Business-scoped user IDs": authentication templates cannot
-		// be sent to a BSUID (error 131062); send them to a phone number.
+		// Meta, "Business-scoped user IDs": one-tap, zero-tap and copy-code
+		// authentication templates still require a phone number (error
+		// 131062); every other message type may go to a BSUID.
 		return to, invalid("to", "authentication templates cannot be sent to a business-scoped user ID (Meta refuses them with 131062)")
 	}
 	return to, nil
@@ -249,7 +251,8 @@ type textPayload struct {
 // Component is one component of a template message: its type ("header",
 // "body", "button"), for buttons the sub-type and index, and parameters.
 type Component struct {
-	// Type is "header", "body", "footer" or "button".
+	// Type is "header", "body", "footer", "button", "limited_time_offer"
+	// or "carousel".
 	Type string `json:"type"`
 	// SubType is a button's kind, such as "url" or "quick_reply".
 	SubType string `json:"sub_type,omitempty"`
@@ -257,16 +260,51 @@ type Component struct {
 	Index *int `json:"index,omitempty"`
 	// Parameters fill the component's variables, in order.
 	Parameters []Parameter `json:"parameters,omitempty"`
+	// Cards are a carousel's cards.
+	Cards []Card `json:"cards,omitempty"`
+}
+
+// Card is one card of a carousel template: its position and components
+// (a media header, a body, buttons).
+type Card struct {
+	// CardIndex is the card's position, from 0.
+	CardIndex int `json:"card_index"`
+	// Components fill the card's variables.
+	Components []Component `json:"components"`
+}
+
+// Carousel is a carousel template's component: up to 10 cards, each given
+// as its components (a media header, a body, buttons) and numbered in
+// order.
+func Carousel(cards ...[]Component) Component {
+	c := Component{Type: "carousel", Cards: make([]Card, len(cards))}
+	for i, comps := range cards {
+		c.Cards[i] = Card{CardIndex: i, Components: comps}
+	}
+	return c
+}
+
+// LimitedTimeOffer is a limited-time-offer template's component: the
+// offer's expiry, shown as a countdown.
+func LimitedTimeOffer(expires time.Time) Component {
+	return Component{Type: "limited_time_offer", Parameters: []Parameter{{Type: "limited_time_offer", Offer: &Offer{ExpirationTimeMS: expires.UnixMilli()}}}}
+}
+
+// Offer is a limited-time-offer parameter: when the offer expires, in Unix
+// milliseconds.
+type Offer struct {
+	// ExpirationTimeMS is the offer's expiry in Unix milliseconds.
+	ExpirationTimeMS int64 `json:"expiration_time_ms"`
 }
 
 // Parameter is one template parameter. Build it with TextParam,
 // CurrencyParam, ImageParam, ... or fill it. Validate rejects the types
 // this package cannot express (a flow button's "action", a "location"
-// header, a "limited_time_offer") rather than send them empty.
+// header) rather than send them empty.
 type Parameter struct {
 	// Type is the parameter's type: "text", "currency", "date_time",
-	// "image", "document", "video", "payload" (quick-reply buttons) or
-	// "coupon_code" (copy-code buttons).
+	// "image", "document", "video", "payload" (quick-reply buttons),
+	// "coupon_code" (copy-code buttons) or "limited_time_offer".
 	Type string `json:"type"`
 	// Text is a text parameter's value.
 	Text string `json:"text,omitempty"`
@@ -276,6 +314,8 @@ type Parameter struct {
 	Payload string `json:"payload,omitempty"`
 	// CouponCode is a copy-code button's code, at most 15 characters.
 	CouponCode string `json:"coupon_code,omitempty"`
+	// Offer is a limited_time_offer parameter.
+	Offer *Offer `json:"limited_time_offer,omitempty"`
 	// Image, Document and Video are media header parameters.
 	Image    *Media `json:"image,omitempty"`
 	Document *Media `json:"document,omitempty"`
@@ -397,9 +437,15 @@ func validateTemplate(name, lang string, components []Component) error {
 	if lang == "" || len(lang) > 16 {
 		return invalid("template.language.code", "must hold 1 to 16 characters")
 	}
+	return validateComponents("template.components", components, false)
+}
+
+// validateComponents checks a template's components, or (inCard) a
+// carousel card's.
+func validateComponents(prefix string, components []Component, inCard bool) error {
 	bodyOnly := len(components) == 1 && components[0].Type == "body"
 	for i, c := range components {
-		field := "template.components[" + strconv.Itoa(i) + "]"
+		field := prefix + "[" + strconv.Itoa(i) + "]"
 		maxText := 32768
 		switch c.Type {
 		case "header":
@@ -421,8 +467,28 @@ func validateTemplate(name, lang string, components []Component) error {
 			default:
 				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code)")
 			}
+		case "limited_time_offer":
+			if inCard || len(c.Parameters) != 1 || c.Parameters[0].Type != "limited_time_offer" {
+				return invalid(field, "a limited_time_offer component holds one limited_time_offer parameter, outside carousels")
+			}
+		case "carousel":
+			if inCard || len(c.Cards) < 1 || len(c.Cards) > 10 {
+				return invalid(field+".cards", "a carousel holds 1 to 10 cards, outside carousels")
+			}
+			for j, card := range c.Cards {
+				cf := field + ".cards[" + strconv.Itoa(j) + "]"
+				if card.CardIndex != j {
+					return invalid(cf+".card_index", "cards are numbered 0, 1, ... in order")
+				}
+				if err := validateComponents(cf+".components", card.Components, true); err != nil {
+					return err
+				}
+			}
 		default:
-			return invalid(field+".type", "must be header, body, footer or button (carousel and limited_time_offer components are not supported)")
+			return invalid(field+".type", "must be header, body, footer, button, limited_time_offer or carousel")
+		}
+		if c.Type != "carousel" && len(c.Cards) != 0 {
+			return invalid(field+".cards", "only a carousel has cards")
 		}
 		if err := validateParams(field, c, maxText); err != nil {
 			return err
@@ -447,7 +513,7 @@ func validateParams(field string, c Component, maxText int) error {
 			names[p.ParameterName] = true
 		}
 		set := 0
-		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil} {
+		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil} {
 			if ok {
 				set++
 			}
@@ -470,10 +536,14 @@ func validateParams(field string, c Component, maxText int) error {
 			err = validateCurrency(pf+".currency", p.Currency)
 		case "date_time":
 			err = validateDateTime(pf+".date_time", p.DateTime)
+		case "limited_time_offer":
+			if p.Offer == nil || p.Offer.ExpirationTimeMS <= 0 {
+				return invalid(pf+".limited_time_offer.expiration_time_ms", "required, in Unix milliseconds")
+			}
 		case "":
 			return invalid(pf+".type", "empty")
 		default:
-			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions, locations and limited-time offers cannot be expressed)")
+			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions and location headers cannot be expressed)")
 		}
 		if err != nil {
 			return err
@@ -847,5 +917,128 @@ func LocationRequest(to, body string) Message {
 	p.Action = map[string]string{"name": "send_location"}
 	m := Message{to: to, kind: KindInteractive, payload: p}
 	m.err = checkText("interactive.body.text", body, true, 1024)
+	return m
+}
+
+// WithFooter returns m with a footer of 1 to 60 characters. Only
+// interactive messages (Buttons, List, CallToAction) have footers; for
+// other messages Validate reports an error.
+func (m Message) WithFooter(text string) Message {
+	p, ok := m.payload.(interactivePayload)
+	if !ok || p.Type == "location_request_message" {
+		return m.withErr(invalid("interactive.footer", "only button, list and call-to-action messages have a footer"))
+	}
+	p.Footer = &struct {
+		Text string `json:"text"`
+	}{text}
+	m.payload = p
+	return m.withErr(checkText("interactive.footer.text", text, true, 60))
+}
+
+// WithHeader returns m with a header: a text of 1 to 60 characters, or,
+// for Buttons and CallToAction only, an image, video or document (set one
+// of text and media; kind is KindImage, KindVideo or KindDocument).
+func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
+	p, ok := m.payload.(interactivePayload)
+	if !ok || p.Type == "location_request_message" {
+		return m.withErr(invalid("interactive.header", "only button, list and call-to-action messages have a header"))
+	}
+	switch {
+	case (text == "") == (media == nil):
+		return m.withErr(invalid("interactive.header", "set exactly one of text and media"))
+	case media == nil:
+		p.Header = map[string]any{"type": "text", "text": text}
+		m.payload = p
+		return m.withErr(checkText("interactive.header.text", text, true, 60))
+	case p.Type == "list":
+		return m.withErr(invalid("interactive.header", "a list message's header is text only"))
+	case kind != KindImage && kind != KindVideo && kind != KindDocument:
+		return m.withErr(invalid("interactive.header.type", "must be image, video or document"))
+	}
+	p.Header = map[string]any{"type": string(kind), string(kind): *media}
+	m.payload = p
+	return m.withErr(media.validate("interactive.header." + string(kind)))
+}
+
+// withErr records err as m's validation error unless m already has one.
+func (m Message) withErr(err error) Message {
+	if m.err == nil {
+		m.err = err
+	}
+	return m
+}
+
+// ContactCard is one contact of a contacts message: a name (FormattedName
+// is required) and the ways to reach them.
+type ContactCard struct {
+	// FormattedName is the name shown, required.
+	FormattedName string
+	// FirstName and LastName are optional parts of the name.
+	FirstName, LastName string
+	// Phones are the contact's phone numbers.
+	Phones []string
+	// Emails are the contact's e-mail addresses.
+	Emails []string
+}
+
+// MarshalJSON encodes the card as Meta's contact object.
+func (c ContactCard) MarshalJSON() ([]byte, error) {
+	type name struct {
+		FormattedName string `json:"formatted_name"`
+		FirstName     string `json:"first_name,omitempty"`
+		LastName      string `json:"last_name,omitempty"`
+	}
+	type phone struct {
+		Phone string `json:"phone"`
+	}
+	type email struct {
+		Email string `json:"email"`
+	}
+	out := struct {
+		Name   name    `json:"name"`
+		Phones []phone `json:"phones,omitempty"`
+		Emails []email `json:"emails,omitempty"`
+	}{Name: name{c.FormattedName, c.FirstName, c.LastName}}
+	for _, p := range c.Phones {
+		out.Phones = append(out.Phones, phone{p})
+	}
+	for _, e := range c.Emails {
+		out.Emails = append(out.Emails, email{e})
+	}
+	return json.Marshal(out)
+}
+
+// Contacts is a contacts message carrying 1 to 257 contact cards.
+func Contacts(to string, cards ...ContactCard) Message {
+	m := Message{to: to, kind: KindContacts, payload: cards}
+	if len(cards) < 1 || len(cards) > 257 {
+		m.err = invalid("contacts", strconv.Itoa(len(cards))+" cards, want 1 to 257")
+		return m
+	}
+	for i, c := range cards {
+		f := "contacts[" + strconv.Itoa(i) + "]"
+		for _, e := range []error{
+			checkText(f+".name.formatted_name", c.FormattedName, true, 512),
+			checkText(f+".name.first_name", c.FirstName, false, 512),
+			checkText(f+".name.last_name", c.LastName, false, 512),
+		} {
+			if e != nil {
+				m.err = e
+				return m
+			}
+		}
+		for j, p := range c.Phones {
+			if err := checkText(f+".phones["+strconv.Itoa(j)+"].phone", p, true, 64); err != nil {
+				m.err = err
+				return m
+			}
+		}
+		for j, e := range c.Emails {
+			if err := checkText(f+".emails["+strconv.Itoa(j)+"].email", e, true, 320); err != nil {
+				m.err = err
+				return m
+			}
+		}
+	}
 	return m
 }

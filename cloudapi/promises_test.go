@@ -136,7 +136,9 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			// Issue 16: parameters the package cannot express are rejected, not sent empty.
 			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].sub_type"},
 			{"location header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "location"})), "template.components[0].parameters[0].type"},
-			{"limited-time offer", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].type"},
+			{"limited-time offer without expiry", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].parameters[0].limited_time_offer.expiration_time_ms"},
+			{"carousel without cards", cloudapi.Template(alice, "t", "en", cloudapi.Carousel()), "template.components[0].cards"},
+			{"carousel card with a bad button", cloudapi.Template(alice, "t", "en", cloudapi.Carousel([]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "1"})), {Type: "button", SubType: "quick_reply"}})), "template.components[0].cards[0].components[1].index"},
 			{"copy code too long", cloudapi.Template(alice, "t", "en", cloudapi.CopyCodeButton(0, strings.Repeat("C", 16))), "template.components[0].parameters[0].coupon_code"},
 			// Issue 12 section 4: Meta's template parameter limits.
 			{"header param over 60", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.TextParam(strings.Repeat("h", 61)))), "template.components[0].parameters[0].text"},
@@ -168,6 +170,10 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam(strings.Repeat("b", 32768)))),
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("first_name", "Ada"), cloudapi.NamedTextParam("order_2", "42"))),
 			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam("25OFF")), cloudapi.CopyCodeButton(0, "25OFF")),
+			cloudapi.Template(alice, "t", "en", cloudapi.LimitedTimeOffer(time.Now().Add(48*time.Hour)), cloudapi.CopyCodeButton(0, "25OFF"), cloudapi.URLButton(1, "offer")),
+			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam("Ada")), cloudapi.Carousel(
+				[]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "1"})), cloudapi.QuickReplyButton(0, "more-1")},
+				[]cloudapi.Component{cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{ID: "2"})), cloudapi.URLButton(0, "p/2")})),
 		}
 		for i, m := range good {
 			if err := m.Validate(); err != nil {
@@ -188,7 +194,8 @@ func TestBSUIDRecipient(t *testing.T) {
 		h := newHarness(t, nil)
 		const user = "CO.1949266959121697"
 		for _, m := range []cloudapi.Message{cloudapi.Text(user, "hi"), cloudapi.Template(user, "order_update", "en"),
-			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍")} {
+			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍"),
+			cloudapi.Text("US.13491208655302741918", "Meta's own example"), cloudapi.Text("US.ENT.11815799212886844830", "a parent BSUID")} {
 			if err := m.Validate(); err != nil {
 				t.Fatalf("%s to a BSUID: %v", m.Kind(), err)
 			}
@@ -413,7 +420,6 @@ func TestOptionsOneWay(t *testing.T) {
 // Promise 3: tier capacity reserved for a message that never went out is
 // given back.
 func TestTierGivenBackWhenNotSent(t *testing.T) {
-	t.Skip("waits for the Tier give-back from the cores branch")
 	synctest.Test(t, func(t *testing.T) {
 		tier := throughput.NewTier(1)
 		h := newHarness(t, nil, cloudapi.WithTier(tier))
@@ -448,7 +454,7 @@ func TestDefaultAPIVersionIsRecent(t *testing.T) {
 // A refusal for a limit that no limiter holds is refused, not retried at
 // the schedule's pace against a limit nobody waits out.
 func TestUnheldRefusalIsNotRetried(t *testing.T) {
-	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.GraphRateLimit, errcodes.BusinessRateLimit} {
+	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.BusinessRateLimit} {
 		t.Run(fmt.Sprint(int(code)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, nil)
@@ -574,6 +580,8 @@ func TestMoreMessageTypes(t *testing.T) {
 			{cloudapi.Voice(alice, cloudapi.Media{ID: "9"}), `"audio":{"id":"9","voice":true}`},
 			{cloudapi.CallToAction(alice, "See your order", "Open", "https://example.com/o/1"), `"action":{"name":"cta_url","parameters":{"display_text":"Open","url":"https://example.com/o/1"}}`},
 			{cloudapi.LocationRequest(alice, "Where should we deliver?"), `"type":"location_request_message"`},
+			{cloudapi.Contacts(alice, cloudapi.ContactCard{FormattedName: "Ada L.", FirstName: "Ada", Phones: []string{"+44 20 7946 0000"}}),
+				`"contacts":[{"name":{"formatted_name":"Ada L.","first_name":"Ada"},"phones":[{"phone":"+44 20 7946 0000"}]}]`},
 		} {
 			before := len(h.srv.Requests())
 			tc.m.ReplyTo = "wamid.IN1"
@@ -591,6 +599,8 @@ func TestMoreMessageTypes(t *testing.T) {
 			"cta long label": cloudapi.CallToAction(alice, "b", strings.Repeat("x", 21), "https://example.com"),
 			"cta bad url":    cloudapi.CallToAction(alice, "b", "Open", "javascript:alert(1)"),
 			"location empty": cloudapi.LocationRequest(alice, " "),
+			"no contact":     cloudapi.Contacts(alice),
+			"unnamed":        cloudapi.Contacts(alice, cloudapi.ContactCard{Phones: []string{"1"}}),
 		} {
 			if err := m.Validate(); !errors.As(err, new(*cloudapi.ValidationError)) {
 				t.Errorf("%s: Validate = %v", name, err)
@@ -626,6 +636,146 @@ func TestPairStoreErrorSendsNothing(t *testing.T) {
 		_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
 		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || !errors.Is(err, pairlimit.ErrStore) || len(h.srv.Requests()) != 0 {
 			t.Errorf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+	})
+}
+
+// Issue 12 section 5: headers and footers on interactive messages.
+func TestInteractiveHeadersAndFooters(t *testing.T) {
+	t.Parallel()
+	img := &cloudapi.Media{Link: "https://example.com/a.png"}
+	buttons := cloudapi.Buttons(alice, "pick", cloudapi.Button{ID: "y", Title: "Yes"})
+	list := cloudapi.List(alice, "menu", "open", cloudapi.Section{Rows: rows(2)})
+	for name, tc := range map[string]struct {
+		m     cloudapi.Message
+		field string // "" when valid
+	}{
+		"buttons text header and footer": {buttons.WithHeader("Your order", "", nil).WithFooter("Reply within 24 h"), ""},
+		"buttons image header":           {buttons.WithHeader("", cloudapi.KindImage, img), ""},
+		"list text header":               {list.WithHeader("Menu", "", nil).WithFooter("Prices incl. VAT"), ""},
+		"cta footer":                     {cloudapi.CallToAction(alice, "b", "Open", "https://example.com").WithFooter("f"), ""},
+		"list media header":              {list.WithHeader("", cloudapi.KindImage, img), "interactive.header"},
+		"long footer":                    {buttons.WithFooter(strings.Repeat("f", 61)), "interactive.footer.text"},
+		"long header":                    {buttons.WithHeader(strings.Repeat("h", 61), "", nil), "interactive.header.text"},
+		"both":                           {buttons.WithHeader("t", cloudapi.KindImage, img), "interactive.header"},
+		"sticker header":                 {buttons.WithHeader("", cloudapi.KindSticker, img), "interactive.header.type"},
+		"text with footer":               {cloudapi.Text(alice, "hi").WithFooter("f"), "interactive.footer"},
+	} {
+		err := tc.m.Validate()
+		var ve *cloudapi.ValidationError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.field != "" && (!errors.As(err, &ve) || ve.Field != tc.field):
+			t.Errorf("%s: Validate = %v, want field %s", name, err, tc.field)
+		}
+	}
+}
+
+// Issue 12 section 5: media upload, URL retrieval and download, with the
+// token sent only to Meta.
+func TestMediaRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		content := []byte("%PDF-1.7 invoice")
+		id, err := h.c.UploadMedia(t.Context(), number, "invoice.pdf", "application/pdf", bytes.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.c.Send(t.Context(), number, cloudapi.Document(alice, cloudapi.Media{ID: id, Filename: "invoice.pdf"})); err != nil {
+			t.Fatal(err)
+		}
+		info, err := h.c.GetMedia(t.Context(), id)
+		if err != nil || info.ID != id || info.MIMEType != "application/pdf" || info.FileSize.String() != fmt.Sprint(len(content)) {
+			t.Fatalf("GetMedia = %+v, %v", info, err)
+		}
+		var got bytes.Buffer
+		if n, err := h.c.DownloadMedia(t.Context(), info.URL, &got); err != nil || n != int64(len(content)) || !bytes.Equal(got.Bytes(), content) {
+			t.Fatalf("DownloadMedia = %d, %v: %q", n, err, got.Bytes())
+		}
+		for _, u := range []string{"https://evil.example/x", "http://lookaside.fbsbx.com/x", "https://fbsbx.com.evil.example/x", "file:///etc/passwd"} {
+			if _, err := h.c.DownloadMedia(t.Context(), u, io.Discard); !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Errorf("DownloadMedia(%s) = %v, want refused", u, err)
+			}
+		}
+		if _, err := h.c.GetMedia(t.Context(), "42"); !errors.As(err, new(*errcodes.Error)) {
+			t.Errorf("unknown media: %v", err)
+		}
+		if _, err := h.c.UploadMedia(t.Context(), number, "a.png", "", bytes.NewReader(content)); !errors.As(err, new(*cloudapi.ValidationError)) {
+			t.Errorf("upload without type: %v", err)
+		}
+	})
+}
+
+// Forget lets a queue resend a key it reconciled as not delivered.
+func TestForgetAllowsAResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Script(cloudapitest.Failure{Reset: true})
+		m := withKey(cloudapi.Text(alice, "x"), "k-forget")
+		if _, err := h.c.Send(t.Context(), number, m); !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+			t.Fatal(err)
+		}
+		if _, err := h.c.Send(t.Context(), number, m); !errors.Is(err, cloudapi.ErrDuplicate) {
+			t.Fatalf("second send: %v", err)
+		}
+		h.c.Forget("k-forget")
+		time.Sleep(time.Minute)
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Errorf("send after Forget: %v", err)
+		}
+	})
+}
+
+// Whatever a caller puts in a template, Validate never panics, and a
+// message it accepts encodes to JSON that keeps every value as given.
+func FuzzTemplateValidate(f *testing.F) {
+	f.Add("Ada", `{"fallback_value":"Monday"}`, "25OFF", "first_name")
+	f.Add("\xff", `{"fallback_value":`, "", "Bad Name")
+	f.Fuzz(func(t *testing.T, text, dateTime, coupon, name string) {
+		m := cloudapi.Template(alice, "t", "en",
+			cloudapi.Header(cloudapi.TextParam(text)),
+			cloudapi.Body(cloudapi.Parameter{Type: "date_time", DateTime: json.RawMessage(dateTime)}, cloudapi.NamedTextParam(name, text)),
+			cloudapi.CopyCodeButton(0, coupon))
+		if err := m.Validate(); err != nil {
+			if !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Fatalf("Validate = %v, not a ValidationError", err)
+			}
+			return
+		}
+		if !json.Valid([]byte(dateTime)) {
+			t.Fatalf("accepted a date_time that is not JSON: %q", dateTime)
+		}
+	})
+}
+
+// A context that ended before the send sends nothing.
+func TestCancelledContextSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		m := withKey(cloudapi.Text(alice, "x"), "k-cancel")
+		_, err := h.c.Send(ctx, number, m)
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || !errors.Is(err, context.Canceled) || len(h.srv.Requests()) != 0 {
+			t.Fatalf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Errorf("the key of a message never sent was kept: %v", err)
+		}
+	})
+}
+
+// The call budget holds sends only after Meta refused a call (4, 613,
+// 80007, 80008), never because of a usage header about management calls.
+func TestBudgetHoldsOnlyAfterARefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		start := time.Now()
+		h.srv.FailNext(errcodes.GraphRateLimit)
+		res, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+		if err != nil || res.Attempts != 2 || res.SentAt.Sub(start) != time.Minute {
+			t.Fatalf("613: %+v %v, want accepted after the 1 min hold", res, err)
 		}
 	})
 }

@@ -50,11 +50,10 @@ type Result struct {
 // and classifies the answer with CheckResponse and errcodes:
 //
 //   - a refusal that holds a limit the Client paces (131056 the pair;
-//     130429, 131057, 2494100 the number; 4, 80007, 80008 the call
-//     budget): the limit is held as Meta prescribes and only this message
+//     130429, 131057, 2494100 the number; 4, 613, 80007, 80008 the
+//     call budget): the limit is held as Meta prescribes and only this message
 //     is retried; other recipients are not slowed. A refusal for a limit no
-//     limiter holds (131048, 613, 131064) ends in StateRefused, not
-//     retried.
+//     limiter holds (131048, 131064) ends in StateRefused, not retried.
 //   - anything that does not prove refusal (a transport failure after a byte
 //     of the request may have left, a timeout, any 5xx except 2494100, codes
 //     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
@@ -87,10 +86,18 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 	if err != nil {
 		return nil, err
 	}
-	if i, first, ok := c.idem.claim(c.clock.Now(), s.keys); !ok {
+	// Only the caller's keys are remembered: a generated key is new.
+	var given []string
+	var at []int // given[j] is the key of msgs[at[j]]
+	for i, m := range msgs {
+		if m.IdempotencyKey != "" {
+			given, at = append(given, s.keys[i]), append(at, i)
+		}
+	}
+	if j, first, ok := c.idem.claim(c.clock.Now(), given); !ok {
 		results := make([]*Result, len(msgs))
 		var err error
-		results[i], err = duplicate(s.keys[i], first)
+		results[at[j]], err = duplicate(given[j], first)
 		return results, err
 	}
 	err = s.run()
@@ -105,13 +112,9 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	if len(msgs) == 0 {
 		return nil, invalid("messages", "no message to send")
 	}
-	fromID, err := phone.ParseFrom(from)
+	fromID, err := phoneID(from)
 	if err != nil {
-		var pe *phone.Error
-		if errors.As(err, &pe) {
-			return nil, invalid("from", pe.Reason)
-		}
-		return nil, invalid("from", "not a phone number ID")
+		return nil, err
 	}
 	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
@@ -153,6 +156,20 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	return s, nil
 }
 
+// phoneID parses a business phone number ID, or returns a
+// *ValidationError on "from".
+func phoneID(from string) (uint64, error) {
+	id, err := phone.ParseFrom(from)
+	if err != nil {
+		var pe *phone.Error
+		if errors.As(err, &pe) {
+			return 0, invalid("from", pe.Reason)
+		}
+		return 0, invalid("from", "not a phone number ID")
+	}
+	return id, nil
+}
+
 // deadlineOf is the earliest of the messages' freshness deadlines and ctx's.
 func deadlineOf(ctx context.Context, msgs []Message, now time.Time) time.Time {
 	var d time.Time
@@ -186,6 +203,7 @@ type sending struct {
 	deadline time.Time
 	refusals int                        // consecutive refusals of the current message
 	last     errcodes.Code              // the last refusal's code, or 0
+	lastErr  *errcodes.Error            // the last refusal
 	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
@@ -205,7 +223,7 @@ func (s *sending) run() error {
 			if s.attempts[next] >= s.c.attempts {
 				s.states[next] = StateRefused
 				return &SendError{State: StateRefused, IdempotencyKey: s.keys[next], Attempts: s.attempts[next],
-					Err: fmt.Errorf("%w: %w", backoff.ErrMaxAttempts, s.last)}
+					Err: fmt.Errorf("%w: %w", backoff.ErrMaxAttempts, s.lastErr)}
 			}
 			notBefore = s.c.clock.Now().Add(s.c.schedule.Delay(s.refusals - 1))
 			continue
@@ -253,8 +271,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			// Retried only when a limiter holds the refusal: waiting out the
 			// hold is what makes a retry worth making.
 			if hold := c.refused(at, s.from, s.pair, out.gerr); hold > 0 && retried(out.gerr.Class()) {
+				if k > 0 {
+					s.refusals = 0 // a new message's first refusal
+				}
 				s.refusals++
-				s.last = out.gerr.Code
+				s.last, s.lastErr = out.gerr.Code, out.gerr
 				return k, true, nil
 			}
 		}
@@ -283,6 +304,9 @@ func messageIDOf(r *Result) string {
 func (s *sending) remember(err error) {
 	now := s.c.clock.Now()
 	for i, key := range s.keys {
+		if s.msgs[i].IdempotencyKey == "" {
+			continue // generated: never claimed
+		}
 		switch st := s.states[i]; st {
 		case StateAccepted:
 			s.c.idem.record(now, key, sent{state: st, result: s.results[i], attempts: s.attempts[i]})

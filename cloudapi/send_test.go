@@ -339,7 +339,7 @@ func TestMaxAttempts(t *testing.T) {
 			h.srv.FailNext(errcodes.PairRateLimit)
 		}
 		_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
-		if !errors.Is(err, backoff.ErrMaxAttempts) || !errors.Is(err, errcodes.PairRateLimit) || cloudapi.StateOf(err) != cloudapi.StateRefused {
+		if !errors.Is(err, backoff.ErrMaxAttempts) || !errors.Is(err, errcodes.PairRateLimit) || !errors.As(err, new(*errcodes.Error)) || cloudapi.StateOf(err) != cloudapi.StateRefused {
 			t.Fatalf("Send = %v", err)
 		}
 		if n := len(h.srv.Requests()); n != 3 {

@@ -44,20 +44,46 @@ func TestBSUIDPairPacedLikePhonePair(t *testing.T) {
 	}
 }
 
-func TestNewPairRejectsUnsupportedBSUID(t *testing.T) {
+// Meta, "Business-scoped user IDs": the documented example
+// US.13491208655302741918 (20 digits), alphanumeric IDs of up to 128
+// characters and parent BSUIDs (US.ENT.…) must all be paced and sent to.
+func TestNewPairAcceptsEveryMetaBSUID(t *testing.T) {
 	t.Parallel()
-	for _, to := range []string{"US.13491208655302741918", "BR.1A2B3C4D5E6F7G8H9I0J", "US.ENT.11815799212886844830"} {
-		_, err := pairlimit.NewPair("1", to)
-		if !errors.Is(err, pairlimit.ErrUnsupportedBSUID) || !errors.Is(err, pairlimit.ErrInvalidNumber) {
-			t.Errorf("NewPair(%q) = %v, want ErrUnsupportedBSUID", to, err)
+	ids := []string{"US.13491208655302741918", "BR.1A2B3C4D5E6F7G8H9I0J", "US.ENT.11815799212886844830",
+		"CO.0123", "BR." + strings.Repeat("x9", 64)}
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(0))
+	for _, to := range ids {
+		p, err := pairlimit.NewPair("106540352242922", to)
+		if err != nil {
+			t.Errorf("NewPair(%q): %v", to, err)
+			continue
 		}
-		if err != nil && strings.Contains(err.Error(), to[3:]) {
-			t.Errorf("error %q repeats the ID", err)
+		if !p.IsBSUID() || p.To() != to || p.IsZero() {
+			t.Errorf("NewPair(%q): IsBSUID %v, To %q", to, p.IsBSUID(), p.To())
+		}
+		if s := p.String(); len(to) > 10 && strings.Contains(s, to[len(to)-8:]) {
+			t.Errorf("String() = %q reveals the ID", s)
+		}
+		if got, err := pairlimit.NormalizeRecipient(to); err != nil || got != to {
+			t.Errorf("NormalizeRecipient(%q) = %q, %v", to, got, err)
+		}
+		// Paced like a phone pair, each on its own: none waits for another.
+		if r := lim.ReserveN(t0, p, 1); !r.OK() || r.DelayFrom(t0) != 0 {
+			t.Errorf("%q: first message waits %v", to, r.DelayFrom(t0))
+		}
+		if r := lim.ReserveN(t0, p, 1); r.DelayFrom(t0) != 6*time.Second {
+			t.Errorf("%q: second message waits %v, want 6s", to, r.DelayFrom(t0))
 		}
 	}
-	_, err := pairlimit.NewPair("1", "co.1949266959121697")
-	if !errors.Is(err, pairlimit.ErrInvalidNumber) || errors.Is(err, pairlimit.ErrUnsupportedBSUID) {
-		t.Errorf("lower-case country: %v", err)
+	a, _ := pairlimit.NewPair("1", ids[0])
+	b, _ := pairlimit.NewPair("1", ids[0])
+	if a != b {
+		t.Error("one BSUID gives two different pairs")
+	}
+	for _, bad := range []string{"co.1949266959121697", "US.ENT.", "US.12-34", "BR." + strings.Repeat("a", 129)} {
+		if _, err := pairlimit.NewPair("1", bad); !errors.Is(err, pairlimit.ErrInvalidNumber) {
+			t.Errorf("NewPair(%q) = %v, want ErrInvalidNumber", bad, err)
+		}
 	}
 }
 
@@ -76,7 +102,7 @@ func TestNormalizeRecipientBSUID(t *testing.T) {
 
 func TestPairOf(t *testing.T) {
 	t.Parallel()
-	for _, to := range []string{"CO.1949266959121697", "+237690000001"} {
+	for _, to := range []string{"CO.1949266959121697", "+237690000001", "US.13491208655302741918"} {
 		r, err := phone.ParseTo(to)
 		if err != nil {
 			t.Fatal(err)

@@ -52,7 +52,10 @@
 // A recipient is a phone number or a business-scoped user ID (BSUID,
 // "CO.1949266959121697"), the identifier Meta gives users who adopted a
 // username. A BSUID pair is paced exactly like a phone pair; a phone number
-// and a BSUID are different pairs even for one user.
+// and a BSUID are different pairs even for one user. BSUIDs too long to be
+// held in an integer are keyed on a fixed 61-bit hash; two of them sharing a
+// key (about n^2/2^62 among n) share one pair's pacing, which only makes
+// sends later (see [Pair]).
 //
 // When Meta answers 131056 anyway (another process sends on the same number,
 // or a clock drifted), [Limiter.Refused] holds that pair for Meta's 4^X
@@ -90,9 +93,8 @@
 // # Errors
 //
 // [NewPair] rejects what cannot be a phone number or a BSUID with a
-// [*NumberError] (matching [ErrInvalidNumber], and [ErrUnsupportedBSUID] for
-// a well-formed BSUID that cannot be keyed losslessly); its message never
-// repeats the number.
+// [*NumberError] (matching [ErrInvalidNumber]); its message never repeats
+// the number. Every BSUID of Meta's grammar is accepted.
 // [Limiter.WaitN] fails at once with [ErrBurstTooLarge], [ErrInvalidCount],
 // [ErrZeroPair], or [ErrDeadline] when the wait cannot end before the
 // context's deadline:

@@ -14,10 +14,18 @@ func ExampleNewPair_bsuid() {
 	pair, err := pairlimit.NewPair("106540352242922", "CO.1949266959121697")
 	fmt.Println(pair.IsBSUID(), pair.To(), pair, err)
 
-	_, err = pairlimit.NewPair("106540352242922", "US.13491208655302741918") // 20 digits
-	fmt.Println(errors.Is(err, pairlimit.ErrUnsupportedBSUID))
+	// Meta's example of 20 digits, and a parent BSUID: kept exactly.
+	long, err := pairlimit.NewPair("106540352242922", "US.13491208655302741918")
+	fmt.Println(long.To(), err)
+	parent, err := pairlimit.NewPair("106540352242922", "US.ENT.11815799212886844830")
+	fmt.Println(parent.To(), err)
+
+	_, err = pairlimit.NewPair("106540352242922", "us.1949266959121697")
+	fmt.Println(errors.Is(err, pairlimit.ErrInvalidNumber))
 	// Output:
 	// true CO.1949266959121697 106540352242922>CO.*************697 <nil>
+	// US.13491208655302741918 <nil>
+	// US.ENT.11815799212886844830 <nil>
 	// true
 }
 

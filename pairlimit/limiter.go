@@ -231,7 +231,7 @@ func (l *Limiter) Reserve(p Pair) Reservation {
 func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
 	if l.ready.Load() && l.mem != nil && n >= 1 && n <= l.burstCap && p.from != 0 && p.to != 0 {
 		// The hot path: the built-in store, nothing to check further.
-		tk, _ := l.mem.reserve(p, t.UnixNano(), l.cost(n), InfDuration)
+		tk, _ := l.mem.reserveKeys(p.from, p.to, t.UnixNano(), l.cost(n), InfDuration)
 		return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 	}
 	return l.reserve(context.Background(), t, p, n, InfDuration)

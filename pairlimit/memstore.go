@@ -140,9 +140,11 @@ func (m *MemoryStore) hash(from, to uint64) uint64 {
 	return x * 0x9E3779B97F4A7C15
 }
 
-// lock locks p's shard and returns it with its hash.
-func (m *MemoryStore) lock(p Pair) (*memShard, uint64) {
-	h := m.hash(p.from, p.to)
+// lock locks the shard of pair (from, to) and returns it with its hash.
+// Pairs travel as their two keys in the store: the Pair also carries a
+// hashed BSUID's string, which the store never needs.
+func (m *MemoryStore) lock(from, to uint64) (*memShard, uint64) {
+	h := m.hash(from, to)
 	sh := &m.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
 	return sh, h << shardBits
@@ -200,24 +202,24 @@ func (sh *memShard) find(p Pair, hb uint64) (*pairTable, *slot) {
 	return tb, &tb.slots[i]
 }
 
-// get returns p's slot, adding it (owing nothing) if missing. Called with
-// sh.mu held.
-func (m *MemoryStore) get(sh *memShard, p Pair, hb uint64, t int64) (*pairTable, *slot) {
-	tb := sh.table(p.from)
+// get returns the slot of pair (from, to), adding it (owing nothing) if
+// missing. Called with sh.mu held.
+func (m *MemoryStore) get(sh *memShard, from, to, hb uint64, t int64) (*pairTable, *slot) {
+	tb := sh.table(from)
 	if tb == nil {
-		tb = m.newTable(sh, p.from, t)
+		tb = m.newTable(sh, from, t)
 	}
-	i, ok := tb.slotOf(p.to, hb)
+	i, ok := tb.slotOf(to, hb)
 	if ok {
 		return tb, &tb.slots[i]
 	}
 	if tb.live >= tb.limit {
 		m.rebuild(sh, tb, int(tb.live)+1)
-		i, _ = tb.slotOf(p.to, hb)
+		i, _ = tb.slotOf(to, hb)
 	}
 	tb.live++
 	s := &tb.slots[i]
-	*s = slot{key: p.to} // owes nothing
+	*s = slot{key: to} // owes nothing
 	return tb, s
 }
 
@@ -591,8 +593,12 @@ func (m *MemoryStore) nextID(sh *memShard) uint64 {
 // reserve is Reserve without the interface. It does not allocate, except
 // when a table grows.
 func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Ticket, bool) {
-	sh, hb := m.lock(p)
-	tb, s := m.get(sh, p, hb, t)
+	return m.reserveKeys(p.from, p.to, t, cost, maxWait)
+}
+
+func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+	sh, hb := m.lock(from, to)
+	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
 	old := State{Due: due, Top: s.w >> dueBits}
 	if far {
@@ -620,7 +626,7 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 }
 
 func (m *MemoryStore) next(p Pair, t int64) int64 {
-	sh, hb := m.lock(p)
+	sh, hb := m.lock(p.from, p.to)
 	tb, s := sh.find(p, hb)
 	due := int64(math.MinInt64)
 	if s != nil {
@@ -631,7 +637,7 @@ func (m *MemoryStore) next(p Pair, t int64) int64 {
 }
 
 func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
-	sh, hb := m.lock(p)
+	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	tb, s := sh.find(p, hb)
 	if s == nil || tk.ID > math.MaxUint32 {
@@ -646,9 +652,9 @@ func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 }
 
 func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
-	sh, hb := m.lock(p)
+	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
-	tb, s := m.get(sh, p, hb, t)
+	tb, s := m.get(sh, p.from, p.to, hb, t)
 	st, hold := tb.state(s).Refuse(t, holds)
 	tb.set(s, st)
 	m.step(sh, tb, t)
@@ -656,7 +662,7 @@ func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Durati
 }
 
 func (m *MemoryStore) accept(p Pair, t int64) {
-	sh, hb := m.lock(p)
+	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	tb, s := sh.find(p, hb)
 	if s != nil && tb.holds != nil {

@@ -11,13 +11,6 @@ import (
 // returns.
 var ErrInvalidNumber = errors.New("pairlimit: invalid phone number")
 
-// ErrUnsupportedBSUID is matched, besides ErrInvalidNumber, by the error for
-// a well-formed business-scoped user ID that cannot be keyed without loss:
-// more than 16 digits, a value of 2^53 or more, letters in the ID, or a
-// leading 0 (see [NewPair]). Such a recipient is rejected, never hashed, so
-// that two users never share one pair's pacing.
-var ErrUnsupportedBSUID = errors.New("pairlimit: BSUID cannot be keyed losslessly")
-
 // NumberError reports why NewPair rejected one of its arguments. Its
 // message never repeats the full number.
 type NumberError struct {
@@ -25,9 +18,6 @@ type NumberError struct {
 	Field string
 	// Reason says what is wrong, such as "has 5 digits, want 7 to 15".
 	Reason string
-	// Unsupported reports a well-formed BSUID that cannot be keyed without
-	// loss; the error then also matches ErrUnsupportedBSUID.
-	Unsupported bool
 }
 
 // Error returns a message naming the field and the reason.
@@ -35,21 +25,32 @@ func (e *NumberError) Error() string {
 	return "pairlimit: invalid " + e.Field + " number: " + e.Reason
 }
 
-// Is reports whether target is ErrInvalidNumber, or ErrUnsupportedBSUID
-// for an unsupported BSUID.
-func (e *NumberError) Is(target error) bool {
-	return target == ErrInvalidNumber || e.Unsupported && target == ErrUnsupportedBSUID
-}
+// Is reports whether target is ErrInvalidNumber.
+func (e *NumberError) Is(target error) bool { return target == ErrInvalidNumber }
 
 // Pair is one business phone number and one WhatsApp recipient (a phone
 // number or a business-scoped user ID): the unit Meta's pair rate limit
-// applies to. It is a small comparable value holding both as integers, so it
-// can key a map and costs nothing to hash. A phone number and a BSUID are
+// applies to. It is a small comparable value that limiters key on two
+// integers, so that it costs nothing to hash. A phone number and a BSUID are
 // always different pairs, even of the same user: link them yourself if you
 // know both. The zero Pair is invalid; build pairs with NewPair.
+//
+// A phone number and a BSUID whose ID is 1 to 16 digits below 2^53 without
+// a leading 0 ("CO.1949266959121697") are held whole in the recipient
+// integer. Other BSUIDs (Meta's example "US.13491208655302741918", IDs of
+// up to 128 letters and digits, parent BSUIDs "US.ENT.…") are keyed on a
+// fixed 61-bit hash of their exact string, in a range no phone number or
+// packed BSUID reaches; the Pair keeps the string, so To always returns it.
+// Two such BSUIDs share a key with probability 2^-61; among n of them sent
+// to from one business number, some two do with probability about n^2/2^62
+// (1e6: 2.2e-7, 1e8: 2.2e-3). Twins share one pair's pacing state in the
+// built-in store: the cost is that one waits for the other's debt, which
+// only sends later and never draws a 131056. The keys are the same in
+// every process and version, so shared stores agree on them.
 type Pair struct {
 	from uint64 // business phone number ID
-	to   uint64 // recipient key: E.164 digits, or a packed BSUID (bit 63 set)
+	to   uint64 // recipient key (phone.Recipient.Key)
+	id   string // the BSUID when to is its hash; "" otherwise
 }
 
 // NewPair builds the pair of business phone number ID from (the numeric ID
@@ -66,10 +67,11 @@ type Pair struct {
 // The recipient may instead be a business-scoped user ID (BSUID), the
 // identifier Meta gives users who adopted a username: an ISO 3166 alpha-2
 // country code in upper case, a dot and the ID, such as
-// "CO.1949266959121697". It is kept exactly, and paced exactly like a phone
-// number. A BSUID whose ID is not 1 to 16 digits below 2^53 without a
-// leading 0 cannot be keyed losslessly and is rejected with an error
-// matching ErrUnsupportedBSUID.
+// "CO.1949266959121697", or a parent BSUID with "ENT." after the country
+// code ("US.ENT.11815799212886844830"); the ID is 1 to 128 ASCII letters and
+// digits (Meta, "Business-scoped user IDs"). It is kept exactly, and paced
+// exactly like a phone number (see [Pair] for the hashed keys of long
+// BSUIDs). Anything else is rejected with a [*NumberError].
 func NewPair(from, to string) (Pair, error) {
 	f, err := phone.ParseFrom(from)
 	if err != nil {
@@ -79,7 +81,7 @@ func NewPair(from, to string) (Pair, error) {
 	if err != nil {
 		return Pair{}, numberError(err)
 	}
-	return Pair{from: f, to: r.Key()}, nil
+	return PairOf(f, r), nil
 }
 
 // PairOf returns the pair of a business phone number ID and a recipient
@@ -90,12 +92,16 @@ func PairOf(from uint64, to phone.Recipient) Pair {
 	if from == 0 || to.IsZero() {
 		return Pair{}
 	}
-	return Pair{from: from, to: to.Key()}
+	p := Pair{from: from, to: to.Key()}
+	if phone.RecipientOf(p.to).IsZero() {
+		p.id = to.String() // a hashed BSUID: keep its string
+	}
+	return p
 }
 
 func numberError(err error) error {
 	if pe, ok := err.(*phone.Error); ok {
-		return &NumberError{Field: pe.Field, Reason: pe.Reason, Unsupported: pe.Unsupported}
+		return &NumberError{Field: pe.Field, Reason: pe.Reason}
 	}
 	return err
 }
@@ -117,10 +123,15 @@ func (p Pair) From() string { return strconv.FormatUint(p.from, 10) }
 
 // To returns the recipient in canonical form: E.164 digits without "+", or
 // the BSUID ("CO.1949266959121697").
-func (p Pair) To() string { return phone.RecipientOf(p.to).String() }
+func (p Pair) To() string {
+	if p.id != "" {
+		return p.id
+	}
+	return phone.RecipientOf(p.to).String()
+}
 
 // IsBSUID reports whether the pair's recipient is a business-scoped user ID.
-func (p Pair) IsBSUID() bool { return phone.RecipientOf(p.to).IsBSUID() }
+func (p Pair) IsBSUID() bool { return p.id != "" || phone.RecipientOf(p.to).IsBSUID() }
 
 // IsZero reports whether p is the zero Pair, which no limiter accepts.
 func (p Pair) IsZero() bool { return p.from == 0 || p.to == 0 }

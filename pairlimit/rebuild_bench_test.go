@@ -19,7 +19,7 @@ func BenchmarkRebuild(b *testing.B) {
 			tb := m.newTable(sh, 1001, t)
 			for i := range n {
 				p := Pair{from: 1001, to: uint64(2376_0000_0000 + i)}
-				_, s := m.get(sh, p, m.hash(p.from, p.to)<<shardBits, t)
+				_, s := m.get(sh, p.from, p.to, m.hash(p.from, p.to)<<shardBits, t)
 				tb.set(s, State{Due: t + int64(time.Minute), Top: 1})
 			}
 			for b.Loop() {

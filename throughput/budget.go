@@ -12,7 +12,10 @@ import (
 )
 
 // API call budgets per hour per app per WhatsApp Business Account, as Meta
-// documents them for the rate-limited endpoints.
+// documents them (WhatsApp Business Platform, "Rate limits") for the
+// management endpoints: /<WABA_ID>, its phone_numbers, message_templates,
+// subscribed_apps and assigned_users. Sending messages (/messages) does not
+// count against them; messages have their own limits ([Limiter], [Tier]).
 const (
 	// BudgetDefault is the hourly budget of an app against a WABA.
 	BudgetDefault = 200
@@ -25,10 +28,16 @@ const (
 // came without a regain time: 1 min, doubling up to an hour.
 var budgetHolds = backoff.Exponential{Initial: time.Minute, Factor: 2, Max: time.Hour}
 
-// Budget paces API calls for one app against one WABA: no more than the
-// hourly budget in any hour (a bucket of a tenth of it, refilled at nine
-// tenths per hour), and nothing while Meta says the budget is spent. It is
-// safe for concurrent use.
+// Budget paces management API calls for one app against one WABA: no more
+// than the hourly budget in any hour (a bucket of a tenth of it, refilled at
+// nine tenths per hour), and nothing while Meta says the budget is spent. It
+// is safe for concurrent use.
+//
+// Do not pace message sends with it: Meta's budget counts management calls
+// only. Of its holds, only [Budget.RefusedUntil] (Meta refused a call with
+// 4, 613, 80007 or 80008) concerns every call of the app and WABA, messages
+// included; a hold from the usage header ([Budget.Observe]) concerns the
+// management calls alone.
 //
 // The zero Budget is ready to use: it paces [BudgetDefault] calls per hour
 // on the real clock, as NewBudget(BudgetDefault) does.
@@ -40,14 +49,15 @@ type Budget struct {
 	interval time.Duration
 	burst    int
 
-	mu        sync.Mutex // protects the fields below
-	refusals  int
-	heldUntil int64
+	mu           sync.Mutex // protects the fields below
+	refusals     int
+	heldUntil    int64 // every hold: usage and refusals
+	refusedUntil int64 // holds from Refused only
 }
 
 // NewBudget returns a Budget of callsPerHour ([BudgetDefault],
 // [BudgetActiveWABA] or another figure; below 1 means BudgetDefault). Only
-// [WithClock] and [WithStore] apply.
+// [WithClock], [WithStore] and [WithBusinessID] apply.
 func NewBudget(callsPerHour int, opts ...Option) *Budget {
 	b := &Budget{}
 	b.once.Do(func() { b.setup(callsPerHour, opts) })
@@ -72,17 +82,33 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 
 func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
 
-// HeldUntil returns the end of the current hold, or the zero Time if the
-// budget was never held.
+// HeldUntil returns the end of the current hold of management calls (from
+// Observe or Refused), or the zero Time if the budget was never held.
 func (b *Budget) HeldUntil() time.Time {
 	b.init()
 	b.mu.Lock()
 	h := b.heldUntil
 	b.mu.Unlock()
-	if h == 0 {
+	return unixOrZero(h)
+}
+
+// RefusedUntil returns the end of the current hold from [Budget.Refused]
+// (Meta refused a call with 4, 613, 80007 or 80008), or the zero Time if
+// there was none. It is the only hold of the Budget that concerns message
+// sends: a sender holds its messages until then, and ignores HeldUntil.
+func (b *Budget) RefusedUntil() time.Time {
+	b.init()
+	b.mu.Lock()
+	h := b.refusedUntil
+	b.mu.Unlock()
+	return unixOrZero(h)
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, h)
+	return time.Unix(0, ns)
 }
 
 // AllowN reports whether n calls may be made at t, and if so records them.
@@ -113,21 +139,33 @@ func (b *Budget) WaitN(ctx context.Context, n int) error {
 	})
 }
 
-func (b *Budget) hold(t time.Time, d time.Duration) {
+func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
 	until := satAdd(t.UnixNano(), int64(d))
 	b.mu.Lock()
 	b.heldUntil = max(b.heldUntil, until)
+	if refused {
+		b.refusedUntil = max(b.refusedUntil, until)
+	}
 	b.mu.Unlock()
 	extend(&b.b, b.opts, until)
 }
 
 // Observe applies what one response's X-Business-Use-Case-Usage header said
-// at t (see [ParseUsage]): when an entry gives a time to regain access, the
-// budget is held until then; when an entry is at 100 % with no such time,
-// for a minute. It returns the hold applied (zero if none).
+// at t (see [ParseUsage]), counting only the entries of type
+// [UsageTypeManagement] and, with [WithBusinessID], of the Budget's own
+// business object ([SelectUsage]): entries of other types (Meta also reports
+// "whatsapp" ones) or of other WABAs never hold it. When such an entry gives
+// a time to regain access, the budget is held until then; when one is at
+// 100 % with no such time, for a minute. It returns the hold applied (zero
+// if none). The hold concerns management calls, not message sends (see
+// [Budget.RefusedUntil]).
 func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
+	b.init()
 	var d time.Duration
 	for _, u := range usage {
+		if u.Type != UsageTypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
+			continue
+		}
 		switch {
 		case u.RegainAccess > 0:
 			d = max(d, u.RegainAccess)
@@ -136,18 +174,17 @@ func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
 		}
 	}
 	if d > 0 {
-		b.init()
-		b.hold(t, d)
+		b.hold(t, d, false)
 	}
 	return d
 }
 
-// Refused records that Meta answered 4, 80007 or 80008 at t and holds the
-// budget: 1 min, doubling with each consecutive refusal up to an hour. A
-// longer hold from Observe stands. Other codes hold nothing.
+// Refused records that Meta answered 4, 613, 80007 or 80008 at t and holds
+// the budget: 1 min, doubling with each consecutive refusal up to an hour.
+// A longer hold from Observe stands. Other codes hold nothing.
 func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
 	switch code {
-	case errcodes.AppRateLimit, errcodes.WABARateLimit, errcodes.WABAManagementRateLimit:
+	case errcodes.AppRateLimit, errcodes.GraphRateLimit, errcodes.WABARateLimit, errcodes.WABAManagementRateLimit:
 	default:
 		return 0
 	}
@@ -156,7 +193,7 @@ func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
 	d := budgetHolds.Delay(b.refusals)
 	b.refusals++
 	b.mu.Unlock()
-	b.hold(t, d)
+	b.hold(t, d, true)
 	return d
 }
 

@@ -90,13 +90,14 @@ func TestBudget(t *testing.T) {
 	}
 
 	b = throughput.NewBudget(throughput.BudgetActiveWABA)
-	if d := b.Observe(t0, []throughput.Usage{{CallCount: 40}}); d != 0 || b.AllowN(t0, 1) == false {
+	const mgmt = throughput.UsageTypeManagement
+	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, CallCount: 40}}); d != 0 || b.AllowN(t0, 1) == false {
 		t.Errorf("Observe(40%%) held %v", d)
 	}
-	if d := b.Observe(t0, []throughput.Usage{{CallCount: 100}}); d != time.Minute {
+	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, CallCount: 100}}); d != time.Minute {
 		t.Errorf("Observe(100%%) = %v, want 1m", d)
 	}
-	if d := b.Observe(t0, []throughput.Usage{{TotalTime: 20, RegainAccess: 7 * time.Minute}}); d != 7*time.Minute {
+	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, TotalTime: 20, RegainAccess: 7 * time.Minute}}); d != 7*time.Minute {
 		t.Errorf("Observe(regain 7m) = %v", d)
 	}
 	if b.AllowN(t0.Add(6*time.Minute), 1) || !b.HeldUntil().Equal(t0.Add(7*time.Minute)) {
@@ -118,5 +119,100 @@ func TestBudget(t *testing.T) {
 	}
 	if r := b.ReserveN(t0, 1); !r.TimeToAct().Equal(t0.Add(4 * time.Minute)) {
 		t.Errorf("reservation during hold acts at %v", r.TimeToAct())
+	}
+}
+
+// Meta's rate limits (WhatsApp Business Platform, "Rate limits": the API
+// call budget of 200 / 5,000 calls per hour per app per WABA concerns the
+// management endpoints, /<WABA_ID>, its phone_numbers, message_templates,
+// subscribed_apps, assigned_users) and Meta's sample header, which reports
+// both "whatsapp_business_management" and "whatsapp" entries for one
+// object: only the Budget's own type, and its own object when it knows it,
+// may hold it.
+func TestBudgetObservesOnlyItsOwnEntries(t *testing.T) {
+	t.Parallel()
+	full := func(id, typ string, regain time.Duration) throughput.Usage {
+		return throughput.Usage{BusinessID: id, Type: typ, CallCount: 100, RegainAccess: regain}
+	}
+	tests := []struct {
+		name  string
+		opts  []throughput.Option
+		usage []throughput.Usage
+		want  time.Duration
+	}{
+		{"another type at 100 %", nil, []throughput.Usage{full("W1", "whatsapp", 0)}, 0},
+		{"messaging type throttled", nil, []throughput.Usage{full("W1", "whatsapp_business_messaging", 30*time.Minute)}, 0},
+		{"no type", nil, []throughput.Usage{full("W1", "", 0)}, 0},
+		{"management, any object", nil, []throughput.Usage{full("W1", throughput.UsageTypeManagement, 0)}, time.Minute},
+		{"another object", []throughput.Option{throughput.WithBusinessID("W1")},
+			[]throughput.Usage{full("W2", throughput.UsageTypeManagement, 30*time.Minute)}, 0},
+		{"own object", []throughput.Option{throughput.WithBusinessID("W1")},
+			[]throughput.Usage{full("W2", throughput.UsageTypeManagement, 30*time.Minute), full("W1", throughput.UsageTypeManagement, 5*time.Minute), full("W1", "whatsapp", time.Hour)},
+			5 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := throughput.NewBudget(throughput.BudgetActiveWABA, tt.opts...)
+			if d := b.Observe(t0, tt.usage); d != tt.want {
+				t.Errorf("Observe = %v, want %v", d, tt.want)
+			}
+			if held := b.HeldUntil().After(t0); held != (tt.want > 0) {
+				t.Errorf("HeldUntil = %v", b.HeldUntil())
+			}
+		})
+	}
+}
+
+// A usage hold concerns the management calls the Budget paces; only Meta
+// refusing calls (4, 613, 80007, 80008) concerns every call of the app and
+// WABA, messages included: RefusedUntil tells the two apart.
+func TestBudgetRefusedUntil(t *testing.T) {
+	t.Parallel()
+	b := throughput.NewBudget(throughput.BudgetActiveWABA)
+	b.Observe(t0, []throughput.Usage{{Type: throughput.UsageTypeManagement, CallCount: 100, RegainAccess: 20 * time.Minute}})
+	if !b.RefusedUntil().IsZero() || !b.HeldUntil().Equal(t0.Add(20*time.Minute)) {
+		t.Errorf("after a usage hold: RefusedUntil %v, HeldUntil %v", b.RefusedUntil(), b.HeldUntil())
+	}
+	if d := b.Refused(t0, errcodes.GraphRateLimit); d != time.Minute {
+		t.Errorf("Refused(613) = %v, want 1m", d)
+	}
+	if !b.RefusedUntil().Equal(t0.Add(time.Minute)) || !b.HeldUntil().Equal(t0.Add(20*time.Minute)) {
+		t.Errorf("after 613: RefusedUntil %v, HeldUntil %v", b.RefusedUntil(), b.HeldUntil())
+	}
+	var zero throughput.Budget
+	if !zero.RefusedUntil().IsZero() {
+		t.Error("zero Budget refused")
+	}
+}
+
+func TestSelectUsage(t *testing.T) {
+	t.Parallel()
+	all := []throughput.Usage{
+		{BusinessID: "W1", Type: throughput.UsageTypeManagement, CallCount: 1},
+		{BusinessID: "W1", Type: "whatsapp", CallCount: 2},
+		{BusinessID: "W2", Type: throughput.UsageTypeManagement, CallCount: 3},
+	}
+	tests := []struct {
+		id, typ string
+		want    []int
+	}{
+		{"W1", throughput.UsageTypeManagement, []int{1}},
+		{"", throughput.UsageTypeManagement, []int{1, 3}},
+		{"W1", "", []int{1, 2}},
+		{"", "", []int{1, 2, 3}},
+		{"W3", "", nil},
+	}
+	for _, tt := range tests {
+		var got []int
+		for _, u := range throughput.SelectUsage(all, tt.id, tt.typ) {
+			got = append(got, u.CallCount)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("SelectUsage(%q, %q) (-want +got):\n%s", tt.id, tt.typ, diff)
+		}
+	}
+	if len(all) != 3 || all[1].CallCount != 2 {
+		t.Error("SelectUsage changed its input")
 	}
 }

@@ -15,9 +15,13 @@
 //     per business portfolio, shared by all its numbers. Meta documents no
 //     dedicated error code for it.
 //   - [Budget]: the API call budget per app per WhatsApp Business Account
-//     (errors 4, 80007 and 80008): 200 calls an hour by default, 5,000 for a
-//     WABA with a registered number, with Meta's own view of the usage in the
-//     X-Business-Use-Case-Usage header ([ParseUsage]).
+//     for the management endpoints (the WABA, its phone numbers and
+//     templates; not /messages), errors 4, 613, 80007 and 80008: 200 calls
+//     an hour by default, 5,000 for a WABA with a registered number, with
+//     Meta's own view of the usage in the X-Business-Use-Case-Usage header
+//     ([ParseUsage]; only entries of type [UsageTypeManagement], and of the
+//     Budget's WABA with [WithBusinessID], count). Only a refusal
+//     ([Budget.RefusedUntil]) holds message sends.
 //
 // (Sources: Meta's Throughput, Messaging limits and Rate limits pages.)
 // None of these is the pair rate limit: an account-wide limiter at 1 message

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -72,4 +73,27 @@ func ExampleBucketState() {
 	// send 1 at + 0s
 	// send 2 at + 0s
 	// send 3 at + 1s
+}
+
+// A Budget counts only the usage entries of the management API for its own
+// WABA: Meta's header also carries other types and may name other objects,
+// and none of them holds it. Only a refusal holds message sends.
+func ExampleBudget_Observe() {
+	header := `{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":12},` +
+		`{"type":"whatsapp","call_count":100,"estimated_time_to_regain_access":60}],` +
+		`"998877665544332":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":30}]}`
+	usage, _ := throughput.ParseUsage(header)
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
+	fmt.Println("management calls held for", b.Observe(start, usage))
+	fmt.Println("messages held:", b.RefusedUntil().After(start))
+	b.Refused(start, errcodes.WABARateLimit)
+	fmt.Println("after 80007, messages held until +", b.RefusedUntil().Sub(start))
+	fmt.Println(len(throughput.SelectUsage(usage, "", throughput.UsageTypeManagement)), "management entries in the header")
+	// Output:
+	// management calls held for 12m0s
+	// messages held: false
+	// after 80007, messages held until + 1m0s
+	// 2 management entries in the header
 }

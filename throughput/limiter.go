@@ -68,6 +68,7 @@ type options struct {
 	adaptive bool
 	store    Store
 	key      string
+	business string // WithBusinessID: the Budget's business object
 }
 
 func buildOptions(opts []Option) options {
@@ -76,6 +77,14 @@ func buildOptions(opts []Option) options {
 		f(&o)
 	}
 	return o
+}
+
+// WithBusinessID names the business object (the WABA ID) a Budget is about:
+// [Budget.Observe] then applies only the usage entries of that object, so
+// that another WABA's or business's usage never holds it. Without it,
+// entries of every object apply. Only NewBudget reads it.
+func WithBusinessID(id string) Option {
+	return func(o *options) { o.business = id }
 }
 
 // WithClock makes the limiter read time from, and wait on, c (the real clock

@@ -35,6 +35,11 @@ const TierWindow = 24 * time.Hour
 // admitting a recipient already counted is free (and renews its 24 hours).
 // Memory is proportional to the recipients in the window.
 //
+// Recipients are counted by key (see pairlimit.Pair): phone numbers and
+// short numeric BSUIDs exactly; other BSUIDs by a fixed 61-bit hash, so two
+// of them may count as one, with probability about n^2/2^62 among n in the
+// window (1e5: 2.2e-9). Such a twin is an undercount of one recipient.
+//
 // A limit of 0 admits no new recipient (Meta gives a portfolio no
 // business-initiated capacity): every refusal's retryAt is 24 hours on, in
 // the future, so that a caller waiting on it never spins; raise the limit

@@ -144,3 +144,28 @@ func TestTierCountsBSUID(t *testing.T) {
 		t.Errorf("Count = %d, want 2", got)
 	}
 }
+
+// Meta, "Business-scoped user IDs": the documented example
+// US.13491208655302741918, alphanumeric IDs and parent BSUIDs are
+// recipients the tier must count (each once), not errors.
+func TestTierCountsEveryMetaBSUID(t *testing.T) {
+	t.Parallel()
+	ids := []string{"US.13491208655302741918", "BR.1A2B3C4D5E6F7G8H9I0J", "US.ENT.11815799212886844830", "CO.1949266959121697"}
+	tier := throughput.NewTier(len(ids))
+	for _, to := range ids {
+		if c := tier.Claim(t0, to); !c.OK() || c.Err() != nil {
+			t.Fatalf("%s: ok %v, err %v", to, c.OK(), c.Err())
+		}
+	}
+	for _, to := range ids {
+		if ok, _ := tier.Admit(t0, to); !ok {
+			t.Errorf("%s counted twice", to)
+		}
+	}
+	if ok, _ := tier.Admit(t0, "US.13491208655302741919"); ok {
+		t.Error("a fifth recipient admitted by a tier of 4")
+	}
+	if got := tier.Count(t0); got != len(ids) {
+		t.Errorf("Count = %d, want %d", got, len(ids))
+	}
+}

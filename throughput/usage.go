@@ -14,6 +14,13 @@ import (
 // its Business Use Case rate limits.
 const UsageHeader = "X-Business-Use-Case-Usage"
 
+// UsageTypeManagement is the type of the X-Business-Use-Case-Usage entries
+// of the WhatsApp Business Management API: the management endpoints (the
+// WABA, its phone numbers, message templates, subscribed apps, assigned
+// users) that the API call budget counts. Meta's sample header reports it
+// beside entries of other types ("whatsapp") for the same object.
+const UsageTypeManagement = "whatsapp_business_management"
+
 // ErrBadUsage is matched by every error ParseUsage returns.
 var ErrBadUsage = errors.New("throughput: malformed " + UsageHeader + " header")
 
@@ -90,6 +97,19 @@ func ParseUsage(header string) ([]Usage, error) {
 		return strings.Compare(a.Type, b.Type)
 	})
 	return out, nil
+}
+
+// SelectUsage returns the entries of usage about the business object
+// businessID (a WABA ID) and of type typ, such as [UsageTypeManagement],
+// in their order; "" matches any object or any type. usage is not modified.
+func SelectUsage(usage []Usage, businessID, typ string) []Usage {
+	var out []Usage
+	for _, u := range usage {
+		if (businessID == "" || u.BusinessID == businessID) && (typ == "" || u.Type == typ) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // jsonString reads an optional JSON string ("" when absent).

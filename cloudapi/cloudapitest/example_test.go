@@ -2,6 +2,7 @@ package cloudapitest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -32,4 +33,24 @@ func Example() {
 	// attempts: 2
 	// 237690000001 text false 130429
 	// 237690000001 text true 0
+}
+
+// Script the second request to fail: the first passes, the second is
+// refused, and the Client reports each outcome.
+func ExampleFailure_nth() {
+	meta := cloudapitest.NewServer(nil)
+	defer meta.Close()
+	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	meta.Script(cloudapitest.Failure{Nth: 2, Code: errcodes.TemplateNotFound})
+	for _, to := range []string{"+237 690 00 00 01", "+237 690 00 00 02"} {
+		_, err := client.Send(context.Background(), "106540352242922", cloudapi.Template(to, "order_update", "en"))
+		fmt.Println(cloudapi.StateOf(err), errors.Is(err, errcodes.TemplateNotFound))
+	}
+	// Output:
+	// accepted false
+	// failed true
 }

@@ -16,8 +16,14 @@
 //     fake answers 131064 unless told otherwise).
 //
 // Refused requests change nothing, as at Meta. Failures can be scripted
-// (FailNext, Script, Maintenance), every request is recorded with its
-// instant (Requests), and signed status webhooks can be posted to a handler.
+// (FailNext, Script, Maintenance): a Graph error or a bare status, a reset
+// after the request was read, a hang, a stall before anything was sent, for
+// one recipient and for the Nth matching request. Every message request is
+// recorded with its instant (Requests), and signed status webhooks can be
+// posted to a handler. Recipients are phone numbers ("to") or
+// business-scoped user IDs ("recipient"); each message type's content is
+// checked with the fake's own reading of Meta's reference. The media
+// endpoints (upload, URL, download from MediaHost) are served too.
 //
 // # Time
 //
@@ -168,6 +174,8 @@ type Server struct {
 	requests []Request
 	seq      int
 	srv      *httptest.Server
+	media    map[string]mediaAsset // uploads by media ID
+	mediaSeq int
 }
 
 type scripted struct {
@@ -321,6 +329,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle decides the answer to r, records it, and returns the recorded
 // response and the scripted failure that applied, if any.
 func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) {
+	if w, ok := s.handleMedia(r); ok {
+		return w, nil
+	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
 	now := s.clock.Now()
@@ -372,12 +383,9 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	req.Type, req.CallbackData = str(msg["type"]), str(msg["biz_opaque_callback_data"])
 	to, rcpt := str(msg["to"]), str(msg["recipient"])
 	switch {
-	case to != "" && rcpt != "":
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Set either to or recipient, not both")
-		return w, nil
-	case rcpt != "":
+	case rcpt != "" && to == "":
 		// A business-scoped user ID goes in "recipient" (Meta,
-		// "Business-scoped user IDs").
+		// "Business-scoped user IDs"); when "to" is set too, it wins.
 		if !bsuidRE.MatchString(rcpt) {
 			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
 			return w, nil
@@ -395,6 +403,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	if req.Type == "" || len(msg[req.Type]) == 0 {
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "type and the type's object are required")
+		return w, nil
+	}
+	if details := checkContent(req.Type, msg[req.Type]); details != "" {
+		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
 		return w, nil
 	}
 
@@ -444,7 +456,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	s.requests = append(s.requests, req)
 	resp := map[string]any{
 		"messaging_product": "whatsapp",
-		"contacts":          []map[string]string{contact(to, rcpt)},
+		"contacts":          []map[string]string{contact(to, req.To)},
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
@@ -565,13 +577,13 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-// contact is the contacts[] entry of a success: wa_id for a phone number,
-// user_id for a business-scoped user ID.
-func contact(to, rcpt string) map[string]string {
-	if rcpt != "" {
-		return map[string]string{"input": rcpt, "user_id": rcpt}
+// contact is the contacts[] entry of a success: wa_id for a phone number
+// (the "to" given), user_id for a business-scoped user ID.
+func contact(to, key string) map[string]string {
+	if to == "" {
+		return map[string]string{"input": key, "user_id": key}
 	}
-	return map[string]string{"input": to, "wa_id": digits(to)}
+	return map[string]string{"input": to, "wa_id": key}
 }
 
 // bsuidRE is the fake's reading of a business-scoped user ID: an ISO 3166

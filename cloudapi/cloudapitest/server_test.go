@@ -25,7 +25,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // code (or 0 with the wamid).
 func post(t *testing.T, c *http.Client, base, from, to, typ string) (int, errcodes.Code, string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":%q,"type":%q,%q:{"body":"x"}}`, to, typ, typ)
+	obj := `{"body":"x"}`
+	if typ == "template" {
+		obj = `{"name":"t","language":{"code":"en"}}`
+	}
+	body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":%q,"type":%q,%q:%s}`, to, typ, typ, obj)
 	req, _ := http.NewRequest(http.MethodPost, base+"/v23.0/"+from+"/messages", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer tok")
 	resp, err := c.Do(req)
@@ -268,6 +272,42 @@ func TestFailureFields(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, cloudapitest.BaseURL+"/v26.0/1/messages", strings.NewReader(body))
 		if _, err := c.Do(req); !errors.Is(err, context.DeadlineExceeded) || len(srv.Requests()) != n {
 			t.Errorf("stall: %v, %d requests recorded", err, len(srv.Requests())-n)
+		}
+	})
+}
+
+// The fake checks each message type with its own reading of Meta's rules.
+func TestFakeChecksContent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		c := srv.Client()
+		for i, tc := range []struct {
+			typ, obj string
+			ok       bool
+		}{
+			{"text", `{"body":"hi"}`, true},
+			{"text", `{"body":""}`, false},
+			{"audio", `{"id":"1","voice":true}`, true},
+			{"image", `{"id":"1","voice":true}`, false},
+			{"image", `{"id":"1","link":"https://x"}`, false},
+			{"interactive", `{"type":"cta_url","body":{"text":"b"},"action":{"name":"cta_url"}}`, true},
+			{"interactive", `{"type":"nope","body":{"text":"b"},"action":{}}`, false},
+			{"contacts", `[{"name":{"formatted_name":"Ada"}}]`, true},
+			{"contacts", `[]`, false},
+			{"template", `{"name":"t"}`, false},
+		} {
+			to := fmt.Sprintf("2376900001%02d", i)
+			body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":%q,"type":%q,%q:%s}`, to, tc.typ, tc.typ, tc.obj)
+			req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v26.0/1/messages", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer tok")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.StatusCode == 200; got != tc.ok {
+				t.Errorf("%s %s: status %d", tc.typ, tc.obj, resp.StatusCode)
+			}
 		}
 	})
 }

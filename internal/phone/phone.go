@@ -12,9 +12,6 @@ type Error struct {
 	Field string
 	// Reason says what is wrong, such as "has 5 digits, want 7 to 15".
 	Reason string
-	// Unsupported reports a well-formed BSUID that cannot be keyed without
-	// loss (see ParseTo).
-	Unsupported bool
 }
 
 // Error returns "invalid <field> number: <reason>".

@@ -1,0 +1,76 @@
+package cloudapi
+
+import (
+	"fmt"
+
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// Store keeps the state of a Client's limits outside the process, so that
+// Clients in several processes pace as one: the pairs (pairlimit.Store)
+// and, through Throughput, each business number's throughput and the call
+// budget (throughput.Store). *redisstore.Store implements it.
+type Store interface {
+	pairlimit.Store
+	// Throughput returns the store of the throughput buckets and tiers.
+	Throughput() throughput.Store
+}
+
+// BudgetKey is the key under which a Client with WithStore keeps its call
+// budget in the store's throughput buckets. Give each app and WABA its own
+// store prefix (redisstore.WithPrefix) to keep their budgets apart.
+const BudgetKey = "budget"
+
+// WithStore keeps the limits the Client builds in s: the pair limiter
+// (unless WithPairLimiter gives one), every business number's throughput
+// limiter (keyed by its phone number ID) and the call budget (unless
+// WithBudget gives one, keyed by BudgetKey). N Clients in N processes over
+// one store then behave as one Client: a user never gets two messages
+// closer than the pair rule allows, nor a number more than its throughput.
+//
+// The portfolio's tier is shared the same way when the Tier given to
+// WithTier is built on the store: throughput.NewTier(limit,
+// throughput.WithStore(s.Throughput(), portfolioID)).
+//
+// Counts of consecutive refusals and the adaptive rate after 130429 stay
+// with each Client; the holds they apply are shared. When the store cannot
+// decide (Redis is down), the message is not sent: Send returns an error
+// whose state is StateNotSubmitted, wrapping the store's error.
+func WithStore(s Store) Option {
+	return func(c *Client) error {
+		if s == nil {
+			return fmt.Errorf("%w: nil store", ErrInvalidOption)
+		}
+		c.store = s
+		return nil
+	}
+}
+
+// pairOptions are the options of the pair limiter the Client builds.
+func (c *Client) pairOptions() []pairlimit.Option {
+	opts := []pairlimit.Option{pairlimit.WithClock(c.clock)}
+	if c.store != nil {
+		opts = append(opts, pairlimit.WithStore(c.store))
+	}
+	return opts
+}
+
+// numberOptions are the options of business number id's throughput
+// limiter.
+func (c *Client) numberOptions(id string) []throughput.Option {
+	opts := append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)
+	if c.store != nil {
+		opts = append(opts, throughput.WithStore(c.store.Throughput(), id))
+	}
+	return opts
+}
+
+// budgetOptions are the options of the budget the Client builds.
+func (c *Client) budgetOptions() []throughput.Option {
+	opts := []throughput.Option{throughput.WithClock(c.clock)}
+	if c.store != nil {
+		opts = append(opts, throughput.WithStore(c.store.Throughput(), BudgetKey))
+	}
+	return opts
+}

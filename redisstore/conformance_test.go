@@ -1,0 +1,26 @@
+package redisstore_test
+
+import (
+	"testing"
+
+	"github.com/wapace/wapace/internal/redistest"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/redisstore"
+	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputtest"
+)
+
+func TestPairStoreConformance(t *testing.T) {
+	rdb := redistest.Client(t)
+	pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t)))
+	})
+}
+
+func TestThroughputStoreConformance(t *testing.T) {
+	rdb := redistest.Client(t)
+	throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t))).Throughput()
+	})
+}

@@ -1,0 +1,34 @@
+package redisstore_test
+
+import (
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/redisstore"
+	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputtest"
+)
+
+// The kits on miniredis: a fast extra check of the scripts that runs
+// without a Redis server. The proof is the same kits on a real Redis
+// (conformance_test.go).
+func TestConformanceOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	n := 0
+	prefix := func() string { n++; return "k" + string(rune('a'+n)) + ":" }
+	t.Run("pairlimit", func(t *testing.T) {
+		pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+			return redisstore.New(rdb, redisstore.WithPrefix(prefix()))
+		})
+	})
+	t.Run("throughput", func(t *testing.T) {
+		throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+			return redisstore.New(rdb, redisstore.WithPrefix(prefix())).Throughput()
+		})
+	})
+}

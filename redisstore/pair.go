@@ -1,0 +1,188 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/wapace/wapace/pairlimit"
+)
+
+var _ pairlimit.Store = (*Store)(nil)
+
+// pairKeys are the pair's key, in its number's hash slot:
+// prefix{from}:p:to.
+func (s *Store) pairKeys(p pairlimit.Pair) []string {
+	from, to := p.From(), p.To()
+	b := make([]byte, 0, len(s.prefix)+len(from)+len(to)+5)
+	b = append(b, s.prefix...)
+	b = append(b, '{')
+	b = append(b, from...)
+	b = append(b, "}:p:"...)
+	b = append(b, to...)
+	return []string{string(b)}
+}
+
+func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
+
+// secNs splits an instant into Unix seconds and nanoseconds, clamped to
+// 1970 and later.
+func secNs(n int64) (int64, int64) {
+	n = max(n, 0)
+	return n / 1e9, n % 1e9
+}
+
+// fromBase returns base (seconds, nanoseconds) + offset, from a reply.
+func fromBase(a []any, i int) int64 {
+	return replyInt(a, i)*1e9 + replyInt(a, i+1) + replyInt(a, i+2)
+}
+
+// Reserve implements [pairlimit.Store]: State.Reserve in one script.
+func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+	wait := noWait
+	if maxWait < pairlimit.InfDuration {
+		wait = int64(max(maxWait, 0))
+	}
+	sec, nsec := secNs(t.UnixNano())
+	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg(t))
+	if s.fallback(err) {
+		return s.localReserve(ctx, p, t, cost, maxWait)
+	}
+	if err != nil {
+		return pairlimit.Ticket{}, false, err
+	}
+	a := replyArray(v)
+	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
+	tk := pairlimit.Ticket{Act: base + replyInt(a, 3)}
+	if replyInt(a, 0) != 1 {
+		return tk, false, nil
+	}
+	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
+	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
+	if replyInt(a, 6) == 1 {
+		tk.PrevDue = base + replyInt(a, 7)
+	}
+	return tk, true, nil
+}
+
+// Arguments boxed once.
+var (
+	noWait  any = int64(-1)
+	keepAbs any = int64(keep)
+	keepRel any = -int64(keep)
+)
+
+// keepArg tells a pair script how to expire the key for a call at t: at
+// the state's own instant plus keep when t is within an hour of this
+// host's clock (and so of Redis's), else keep after the state's time from
+// now on Redis's clock (simulated time).
+func keepArg(t time.Time) any {
+	if d := time.Since(t); d < time.Hour && d > -time.Hour {
+		return keepAbs
+	}
+	return keepRel
+}
+
+// Next implements [pairlimit.Store]: max(t, Due), reading only.
+func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+	sec, nsec := secNs(t.UnixNano())
+	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p)[:1], sec, nsec)
+	if s.fallback(err) {
+		return s.local.Next(ctx, p, t)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if a := replyArray(v); len(a) == 3 {
+		return time.Unix(0, fromBase(a, 0)), nil
+	}
+	return t, nil
+}
+
+// Cancel implements [pairlimit.Store]: State.Cancel in one script.
+func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+	if tk.ID == 0 {
+		return false, nil
+	}
+	if tk.ID&localBit != 0 {
+		if s.local == nil {
+			return false, nil
+		}
+		return s.localCancel(ctx, p, t, tk)
+	}
+	sec, nsec := secNs(t.UnixNano())
+	var pds, pdn any = "z", 0
+	if tk.PrevDue > 0 {
+		pds, pdn = secNs(tk.PrevDue)
+	}
+	as, an := secNs(tk.Act)
+	es, en := secNs(tk.End)
+	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
+		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
+	if err != nil {
+		return false, err
+	}
+	n, _ := v.(int64)
+	return n == 1, nil
+}
+
+// Refuse implements [pairlimit.Store]: State.Refuse in one script.
+func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
+	sec, nsec := secNs(t.UnixNano())
+	args := []any{sec, nsec, keepArg(t), ns(max(memory, 0))}
+	for _, h := range holds {
+		args = append(args, ns(h))
+	}
+	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p)[:1], args...)
+	if s.fallback(err) {
+		return s.local.Refuse(ctx, p, t, holds, memory)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, _ := v.(int64)
+	return time.Duration(n), nil
+}
+
+// Accept implements [pairlimit.Store]: State.Accept in one script.
+func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
+	sec, nsec := secNs(t.UnixNano())
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, keepArg(t))
+	if s.local != nil {
+		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
+		if errors.Is(err, ErrUnavailable) {
+			return nil
+		}
+	}
+	return err
+}
+
+// pairStateOf reads p's whole state (for tests).
+func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
+	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1], 0, 0)
+	if err != nil {
+		return pairlimit.State{}, err
+	}
+	a := replyArray(v)
+	base := replyInt(a, 0)*1e9 + replyInt(a, 1)
+	var st pairlimit.State
+	if replyStr(a, 2) != "z" {
+		st.Due = base + replyInt(a, 2)
+	}
+	if replyStr(a, 3) != "z" {
+		st.Hold = base + replyInt(a, 3)
+	}
+	st.Fails, st.Top = uint32(replyInt(a, 4)), replyUint(a, 5)
+	return st, nil
+}
+
+// SkewAllowance is how long every key outlives the state it holds, on the
+// server's clock, on top of what the state itself needs
+// ([pairlimit.KeepAfterDue] for a pair): keys expire by PEXPIREAT at the
+// instant their debt is repaid as the caller's clock tells it, and a
+// caller whose clock runs behind Redis's by less than this still finds
+// them.
+const SkewAllowance = time.Minute
+
+const keep = pairlimit.KeepAfterDue + SkewAllowance

@@ -1,0 +1,349 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Pair state, one string per (number, recipient): nine numbers, packed
+// with Redis's struct library as little-endian doubles (or, on servers
+// without it, such as miniredis, written out in decimal): the base instant
+// (bs seconds, bn nanoseconds), then pairlimit.State as nanosecond offsets
+// from it, d = Due and h = Hold, then top = Top, hw = the highest ID handed
+// out, f = Fails, m = the memory of the last Refuse, and flags (1: d is
+// set, 2: h is set; unset means zero). Offsets keep the scripts in plain
+// Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
+// forward after a day of use). IDs are the caller's instant in
+// microseconds, or hw + 1 if that is not higher; Cancel also checks
+// Ticket.End, as pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT writes it
+// with its expiry.
+//
+// Instants travel as two arguments, Unix seconds and nanoseconds, and come
+// back as offsets from the base, which the Go side adds exactly.
+
+// pairPrelude loads the state and the caller's instant as offsets.
+const pairPrelude = `
+local E9 = 1000000000
+local key = KEYS[1]
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local struct = rawget(_G, 'struct') -- absent from miniredis
+local raw = redis.call('GET', key)
+local bs, bn, d, h, topn, hwn, f, m, flags
+if raw then
+  if struct then
+    bs, bn, d, h, topn, hwn, f, m, flags = struct.unpack('<ddddddddd', raw)
+  else
+    local a = {string.match(raw, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
+    for i = 1, 9 do a[i] = tonumber(a[i]) end
+    bs, bn, d, h, topn, hwn, f, m, flags = unpack(a)
+  end
+else
+  bs, bn, d, h, topn, hwn, f, m, flags = tsec, tns, 0, 0, 0, 0, 0, 0, 0
+end
+if flags % 2 < 1 then d = nil end
+if flags % 4 < 2 then h = nil end
+local top, hw = string.format('%d', topn), string.format('%d', hwn)
+local t = (tsec - bs) * E9 + (tns - bn)
+-- off converts an instant given as seconds and nanoseconds to an offset.
+local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
+-- save writes the state, to expire at max(Due, Hold + memory) + |keep|:
+-- for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
+-- the server's), for keep < 0 that long after now (SET PX: simulated time).
+local function save(keep)
+  local fl = 0
+  if d then fl = fl + 1 end
+  if h then fl = fl + 2 end
+  local v
+  if struct then
+    v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, tonumber(top), tonumber(hw), f, m, fl)
+  else
+    v = string.format('%d %d %d %d %s %s %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
+  end
+  local u = d or t
+  if f > 0 and h then u = math.max(u, h + m) end
+  if keep >= 0 then
+    redis.call('SET', key, v, 'PXAT', string.format('%d', bs * 1000 + math.ceil((bn + u + keep) / 1000000)))
+  else
+    redis.call('SET', key, v, 'PX', string.format('%d', math.max(1, math.ceil((u - t - keep) / 1000000))))
+  end
+end
+`
+
+// pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
+// maxWait (-1: none), keep (see save). Returns {ok, bs, bn, act, id, prevTop,
+// has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
+// integers (exact: below 2^53).
+const pairReserveLua = pairPrelude + `
+local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local act = t
+if d and d > t then act = d end
+local hasPrev, prevDue, prevTop = 0, 0, topn
+if d then hasPrev, prevDue = 1, d end
+if maxWait >= 0 and act - t > maxWait then
+  return {0, bs, bn, act, 0, prevTop, hasPrev, prevDue}
+end
+if t > 86400 * E9 then
+  -- move the base to t, keeping offsets small
+  if d then d = d - t end
+  if h then h = h - t end
+  act, prevDue = act - t, prevDue - t
+  bs, bn, t = tsec, tns, 0
+end
+d = act + cost
+local id = math.max(tsec * 1000000 + math.floor(tns / 1000), hwn + 1)
+top, hw = string.format('%d', id), string.format('%d', id)
+save(keep)
+return {1, bs, bn, act, id, prevTop, hasPrev, prevDue}
+`
+
+// pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
+// ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
+const pairNextLua = pairPrelude + `
+if not raw or not d or d < t then return {} end
+return {bs, bn, string.format('%d', d)}
+`
+
+// pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
+// Returns 1 when it gave back.
+const pairCancelLua = pairPrelude + `
+if not raw then return 0 end
+local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
+local want = off(ARGV[10], ARGV[11])
+if h and h > want then want = h end
+if not d or d ~= want then return 0 end
+local pd = nil
+if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
+if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
+top = prevTop
+-- expire relative to the later of t and the act: a refund passes t = 1970
+t = math.max(t, off(ARGV[8], ARGV[9]))
+save(keep)
+return 1
+`
+
+// pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
+// memory, then the holds. Returns the hold in ns.
+const pairRefuseLua = pairPrelude + `
+local keep = tonumber(ARGV[3])
+m = tonumber(ARGV[4])
+local hold = 0
+local nh = #ARGV - 4
+if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) end
+h = math.max(h or t + hold, t + hold)
+d = math.max(d or h, h)
+if f < 4294967295 then f = f + 1 end
+save(keep)
+return hold
+`
+
+// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
+// t (sec, ns), keep.
+const pairAcceptLua = pairPrelude + `
+if raw and f > 0 then
+  f = 0
+  save(tonumber(ARGV[3]))
+end
+return 1
+`
+
+// pairStateLua reads the whole state, for tests: {bs, bn, d, h, f, top},
+// "z" for an unset instant.
+const pairStateLua = pairPrelude + `
+if not raw then return {"0", "0", "z", "z", "0", "0"} end
+local ds, hs = "z", "z"
+if d then ds = string.format('%d', d) end
+if h then hs = string.format('%d', h) end
+return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), top}
+`
+
+// Bucket state, one hash per key, holding throughput.BucketState as
+// offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
+// Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
+// highest ID handed out.
+
+const bucketPrelude = `
+local E9 = 1000000000
+local key = KEYS[1]
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw')
+local bs, bn = tonumber(st[1]), tonumber(st[2])
+if not bs then bs, bn = tsec, tns end
+local t = (tsec - bs) * E9 + (tns - bn)
+local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), st[5] or "0", st[6] or "0"
+local hadTat = st[3] ~= false
+local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
+-- save writes the state and expires the key at max(TAT, Hold) + keep.
+local function save(keep)
+  if hadTat and not tat then redis.call('HDEL', key, 'tat') end
+  local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
+  if tat then fields[9] = 'tat'; fields[10] = string.format('%d', tat) end
+  if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = string.format('%d', hold) end
+  redis.call('HSET', key, unpack(fields))
+  local u = math.max(tat or t, hold or t)
+  local tm = redis.call('TIME')
+  local sec = tonumber(tm[1])
+  local ms
+  if math.abs(tsec - sec) > 3600 then
+    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
+  else
+    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
+  end
+  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
+  return tm
+end
+`
+
+// bucketReserveLua is throughput.Store.Reserve. ARGV: t (sec, ns), n,
+// interval, burst, maxWait (-1: none), keep. Returns {ok, bs, bn, act, id,
+// prevTop, prevTAT or "z"}, instants as offsets from (bs, bn).
+const bucketReserveLua = bucketPrelude + `
+local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
+local u = math.max(t, hold or t)
+local base = math.max(tat or u, u)
+local act = math.max(u, base + (n - burst) * interval)
+local prevTat, prevTop = "z", top
+if tat then prevTat = string.format('%d', tat) end
+if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
+  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
+end
+if t > 86400 * E9 then
+  if tat then tat = tat - t end
+  if hold then hold = hold - t end
+  act, base = act - t, base - t
+  if prevTat ~= "z" then prevTat = string.format('%d', tonumber(prevTat) - t) end
+  bs, bn, t = tsec, tns, 0
+end
+tat = base + n * interval
+local tm = redis.call('TIME')
+top = string.format('%d', math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), tonumber(hw) + 1))
+hw = top
+save(keep)
+return {1, bs, bn, string.format('%d', act), top, prevTop, prevTat}
+`
+
+// bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
+const bucketCancelLua = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+` + bucketPrelude + `
+local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
+if ARGV[6] == "z" then tat = nil else tat = off(ARGV[6], ARGV[7]) end
+top = prevTop
+save(keep)
+return 1
+`
+
+// bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
+// Returns {bs, bn, hold}.
+const bucketHoldLua = bucketPrelude + `
+hold = math.max(hold or t, t)
+save(tonumber(ARGV[3]))
+return {bs, bn, string.format('%d', hold)}
+`
+
+// Tier state: KEYS[1] a sorted set of recipient keys scored by the offset
+// in ns of their latest admission from an epoch, KEYS[2] a hash holding the
+// epoch (sec under "s", ns under "n"). Offsets stay exact in doubles; the
+// epoch moves forward, rescoring the live members, once offsets pass 30
+// days. A recipient counts while its instant is later than t - window.
+
+const tierPrelude = `
+local E9 = 1000000000
+local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+local es, en = tonumber(ep[1]), tonumber(ep[2])
+local function tierExpire(window, keep)
+  local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if not top[2] then return end
+  local u = tonumber(top[2]) + window
+  local t = (tsec - es) * E9 + (tns - en)
+  local tm = redis.call('TIME')
+  local sec = tonumber(tm[1])
+  local ms
+  if math.abs(tsec - sec) > 3600 then
+    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
+  else
+    ms = es * 1000 + math.ceil((en + u) / 1000000)
+  end
+  ms = ms + math.ceil(keep / 1000000)
+  redis.call('PEXPIREAT', KEYS[1], ms)
+  redis.call('PEXPIREAT', KEYS[2], ms)
+end
+`
+
+// tierClaimLua is throughput.Store.Claim. ARGV: t (sec, ns), to, limit,
+// window, keep. Returns {ok, es, en, at or retryAt offset, new}.
+const tierClaimLua = tierPrelude + `
+local to, limit, window, keep = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+if not es then
+  es, en = tsec, tns
+  redis.call('HSET', KEYS[2], 's', es, 'n', en)
+end
+local t = (tsec - es) * E9 + (tns - en)
+if t > 30 * 86400 * E9 then
+  local nes, nen = tsec, tns
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', t - window))
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    redis.call('ZADD', KEYS[1], string.format('%d', tonumber(all[i + 1]) - t), all[i])
+  end
+  redis.call('HSET', KEYS[2], 's', nes, 'n', nen)
+  es, en, t = nes, nen, 0
+end
+local from = t - window
+local cur = redis.call('ZSCORE', KEYS[1], to)
+if cur and tonumber(cur) > from then
+  local at = math.max(tonumber(cur), t)
+  if at ~= tonumber(cur) then redis.call('ZADD', KEYS[1], string.format('%d', at), to) end
+  tierExpire(window, keep)
+  return {1, es, en, string.format('%d', at), 0}
+end
+if limit > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', from))
+  local n = redis.call('ZCARD', KEYS[1])
+  if n < limit then
+    redis.call('ZADD', KEYS[1], string.format('%d', t), to)
+    tierExpire(window, keep)
+    return {1, es, en, string.format('%d', t), 1}
+  end
+  local old = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, es, en, string.format('%d', tonumber(old[2]) + window), 0}
+end
+return {0, es, en, string.format('%d', t + window), 0}
+`
+
+// tierReleaseLua is throughput.Store.Release. ARGV: to, at (sec, ns), new.
+const tierReleaseLua = `
+if ARGV[4] ~= "1" then return 0 end
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+if not ep[1] then return 0 end
+local at = (tonumber(ARGV[2]) - tonumber(ep[1])) * 1000000000 + (tonumber(ARGV[3]) - tonumber(ep[2]))
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not cur or tonumber(cur) ~= at then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1
+`
+
+// tierCountLua is throughput.Store.Count. ARGV: t (sec, ns), window.
+const tierCountLua = `
+local ep = redis.call('HMGET', KEYS[2], 's', 'n')
+if not ep[1] then return 0 end
+local t = (tonumber(ARGV[1]) - tonumber(ep[1])) * 1000000000 + (tonumber(ARGV[2]) - tonumber(ep[2]))
+return redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', t - tonumber(ARGV[3])), '+inf')
+`
+
+var (
+	pairReserve   = redis.NewScript(pairReserveLua)
+	pairNext      = redis.NewScript(pairNextLua)
+	pairCancel    = redis.NewScript(pairCancelLua)
+	pairRefuse    = redis.NewScript(pairRefuseLua)
+	pairAccept    = redis.NewScript(pairAcceptLua)
+	pairState     = redis.NewScript(pairStateLua)
+	bucketReserve = redis.NewScript(bucketReserveLua)
+	bucketCancel  = redis.NewScript(bucketCancelLua)
+	bucketHold    = redis.NewScript(bucketHoldLua)
+	tierClaim     = redis.NewScript(tierClaimLua)
+	tierRelease   = redis.NewScript(tierReleaseLua)
+	tierCount     = redis.NewScript(tierCountLua)
+)

@@ -1,0 +1,194 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// DefaultPrefix starts every key the Store writes unless WithPrefix says
+// otherwise.
+const DefaultPrefix = "wapace:"
+
+// ErrUnavailable is matched (with errors.Is) by every error a Store returns
+// because Redis could not be asked or did not answer: the decision was not
+// made, nothing was reserved, and the message must not be sent on it.
+var ErrUnavailable = errors.New("redisstore: redis unavailable")
+
+// UnavailableError reports a decision that could not be made because Redis
+// failed (a connection error, a timeout, the context ending, a script
+// error). Nothing was sent on it: a message refused this way is not
+// submitted and may be sent again later.
+//
+//	var ue *redisstore.UnavailableError
+//	if errors.As(err, &ue) { log.Print(ue.Op, ue.Err) }
+type UnavailableError struct {
+	// Op names the decision, such as "pair reserve".
+	Op string
+	// Err is go-redis's error.
+	Err error
+}
+
+// Error names the decision and the cause.
+func (e *UnavailableError) Error() string {
+	return "redisstore: " + e.Op + ": not submitted: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix starts every key with prefix (default DefaultPrefix), so that
+// several applications, or tests, can share one Redis.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) { s.prefix = prefix }
+}
+
+// WithTimeout bounds each decision by d when the caller's context has no
+// earlier deadline. A decision that takes longer fails with ErrUnavailable.
+// Without it, a decision is bounded by the caller's context and by the
+// client's own ReadTimeout and WriteTimeout (3 s by default in go-redis):
+// set those on the client to bound every decision at no extra cost.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// Store keeps wapace's limits in Redis so that senders in several
+// processes share them: per-pair debt and 131056 holds, each business
+// number's throughput bucket and holds, the app's call budget and the
+// portfolio's messaging tier. Every decision is one Lua script, run by its
+// SHA1 (loaded once; EVALSHA falls back to EVAL when the server lost it).
+//
+// A Store is safe for concurrent use by multiple goroutines and holds no
+// state of its own besides the client: any number of Stores over one Redis
+// behave as one.
+type Store struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	local   *pairlimit.MemoryStore  // with WithLocalFallback: decides while Redis is down
+	localTP *throughput.MemoryStore // the same for the throughput limits
+}
+
+// New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or
+// *redis.Ring: any redis.UniversalClient).
+func New(rdb redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{rdb: rdb, prefix: DefaultPrefix}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Prefix returns the prefix of the Store's keys.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Key layout. Every key of one business number carries the number as a
+// hash tag, so that in Redis Cluster all of a number's keys live in one
+// slot.
+//
+//	{prefix}{N}:p:R   hash: pair (number N, recipient key R)
+//	{prefix}{N}:n     hash: number N's throughput bucket
+//	{prefix}{b:B}     hash: budget B
+//	{prefix}{t:T}:z   sorted set, {prefix}{t:T}:e hash: tier T
+//
+// run runs script with the Store's timeout and maps failures to
+// *UnavailableError.
+func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if s.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+		}
+	}
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, &UnavailableError{Op: op, Err: err}
+	}
+	return v, nil
+}
+
+// runRO is run for scripts that only read. It uses EVALSHA, not
+// EVALSHA_RO, so that servers before Redis 7 run it too.
+func (s *Store) runRO(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if s.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+		}
+	}
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, &UnavailableError{Op: op, Err: err}
+	}
+	return v, nil
+}
+
+// reply helpers: a script answers an array of integers and strings.
+func replyArray(v any) []any {
+	a, _ := v.([]any)
+	return a
+}
+
+func replyInt(a []any, i int) int64 {
+	if i >= len(a) {
+		return 0
+	}
+	switch x := a[i].(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func replyUint(a []any, i int) uint64 {
+	if i >= len(a) {
+		return 0
+	}
+	switch x := a[i].(type) {
+	case int64:
+		return uint64(x)
+	case string:
+		n, _ := strconv.ParseUint(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func replyStr(a []any, i int) string {
+	if i >= len(a) {
+		return ""
+	}
+	switch x := a[i].(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}

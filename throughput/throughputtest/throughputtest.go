@@ -1,0 +1,227 @@
+// Package throughputtest is the conformance kit for implementations of
+// [throughput.Store]: one suite that the in-memory store, the Redis store
+// and anyone's own store run alike.
+//
+//	func TestMyStore(t *testing.T) {
+//		throughputtest.TestStore(t, func(t *testing.T) throughput.Store { return mystore.New(...) })
+//	}
+//
+// The suite checks that every method applies exactly the pure rule its
+// documentation names ([throughput.BucketState], [throughput.TierState]),
+// call by call against the model at shuffled instants, and that several
+// [throughput.Limiter]s sharing one store from many goroutines never admit
+// more than the number's figure in any closed one-second window.
+package throughputtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/throughput"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// TestStore runs the conformance suite against the stores newStore
+// returns. Each call of newStore must return a store in which the keys the
+// suite uses (it names its own per subtest) hold no state.
+func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
+	t.Run("BucketModel", func(t *testing.T) { testBucketModel(t, newStore(t)) })
+	t.Run("TierModel", func(t *testing.T) { testTierModel(t, newStore(t)) })
+	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
+}
+
+func testBucketModel(t *testing.T, s throughput.Store) {
+	ctx := context.Background()
+	now := t0
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		key := fmt.Sprint("10654035224", seed)
+		interval := time.Second / time.Duration(20+rng.IntN(60))
+		burst := 1 + rng.IntN(5)
+		var model throughput.BucketState
+		var tickets []throughput.BucketTicket
+		now = now.Add(time.Hour)
+		for step := range 400 {
+			now = now.Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
+			if rng.IntN(100) == 0 {
+				now = now.Add(36 * time.Hour)
+			}
+			at := now.Add(time.Duration(rng.Int64N(int64(200*time.Millisecond))) - 50*time.Millisecond)
+			where := func() string { return fmt.Sprintf("seed %d step %d", seed, step) }
+			switch k := rng.IntN(10); {
+			case k < 6:
+				n := 1 + rng.IntN(burst+1) // sometimes above the burst
+				maxWait := throughput.InfDuration
+				if rng.IntN(3) == 0 {
+					maxWait = time.Duration(rng.Int64N(int64(100 * time.Millisecond)))
+				}
+				tk, ok, err := s.Reserve(ctx, key, at, n, interval, burst, maxWait)
+				if err != nil {
+					t.Fatalf("%s: Reserve: %v", where(), err)
+				}
+				next := model.Next(at.UnixNano(), n, interval, burst)
+				wantOK := n <= burst && (maxWait == throughput.InfDuration || next-at.UnixNano() <= int64(maxWait))
+				if ok != wantOK || (ok && tk.Act != next) {
+					t.Fatalf("%s: Reserve(n=%d) = ok %v act %d; model ok %v act %d", where(), n, ok, tk.Act, wantOK, next)
+				}
+				if !ok {
+					continue
+				}
+				var mt throughput.BucketTicket
+				model, mt = model.Reserve(at.UnixNano(), n, interval, burst, tk.ID)
+				if mt.Act != tk.Act || mt.PrevTop != tk.PrevTop || tk.ID == 0 {
+					t.Fatalf("%s: ticket %+v, model %+v", where(), tk, mt)
+				}
+				tickets = append(tickets, tk)
+			case k < 8 && len(tickets) > 0:
+				tk := tickets[rng.IntN(len(tickets))]
+				got, err := s.Cancel(ctx, key, at, tk)
+				if err != nil {
+					t.Fatalf("%s: Cancel: %v", where(), err)
+				}
+				var want bool
+				model, want = model.Cancel(tk, at.UnixNano())
+				if got != want {
+					t.Fatalf("%s: Cancel = %v, model %v", where(), got, want)
+				}
+			default:
+				until := at.Add(time.Duration(rng.Int64N(int64(2 * time.Second))))
+				got, err := s.Hold(ctx, key, until)
+				if err != nil {
+					t.Fatalf("%s: Hold: %v", where(), err)
+				}
+				model = model.Extend(until.UnixNano())
+				if got.UnixNano() != model.Hold {
+					t.Fatalf("%s: Hold = %d, model %d", where(), got.UnixNano(), model.Hold)
+				}
+			}
+		}
+	}
+}
+
+func testTierModel(t *testing.T, s throughput.Store) {
+	ctx := context.Background()
+	const window = throughput.TierWindow
+	now := t0
+	for seed := range uint64(3) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		key := fmt.Sprint("portfolio-", seed)
+		limit := []int{0, 3, 10}[seed]
+		model := throughput.TierState{Last: map[uint64]int64{}}
+		var tickets []throughput.TierTicket
+		now = now.Add(72 * time.Hour)
+		latest := now
+		for step := range 400 {
+			now = now.Add(time.Duration(rng.Int64N(int64(3 * time.Hour))))
+			at := now.Add(-time.Duration(rng.Int64N(int64(time.Minute))))
+			if at.After(latest) {
+				latest = at
+			}
+			where := func() string { return fmt.Sprintf("seed %d step %d", seed, step) }
+			switch k := rng.IntN(10); {
+			case k < 6:
+				to := uint64(237690000000 + rng.IntN(15))
+				tk, ok, retry, err := s.Claim(ctx, key, to, at, limit, window)
+				if err != nil {
+					t.Fatalf("%s: Claim: %v", where(), err)
+				}
+				mt, wantOK, wantRetry := model.Claim(to, at.UnixNano(), limit, window)
+				if ok != wantOK || (ok && tk != mt) || (!ok && retry.UnixNano() != wantRetry) {
+					t.Fatalf("%s: Claim = %v %+v %v; model %v %+v %v", where(), ok, tk, retry.UnixNano(), wantOK, mt, wantRetry)
+				}
+				if !ok && !retry.After(at) {
+					t.Fatalf("%s: retry at %v is not after %v", where(), retry, at)
+				}
+				if ok {
+					tickets = append(tickets, tk)
+				}
+			case k < 8 && len(tickets) > 0:
+				tk := tickets[rng.IntN(len(tickets))]
+				got, err := s.Release(ctx, key, tk)
+				if err != nil {
+					t.Fatalf("%s: Release: %v", where(), err)
+				}
+				// A count that expired may be gone already: whether its
+				// Release reports true is the store's business.
+				expired := tk.At <= latest.UnixNano()-int64(window)
+				if want := model.Release(tk); got != want && !expired {
+					t.Fatalf("%s: Release = %v, model %v", where(), got, want)
+				}
+			default:
+			}
+			got, err := s.Count(ctx, key, at, window)
+			if err != nil {
+				t.Fatalf("%s: Count: %v", where(), err)
+			}
+			if want := model.Count(at.UnixNano(), window); got != want {
+				t.Fatalf("%s: Count = %d, model %d", where(), got, want)
+			}
+		}
+	}
+}
+
+// testShared runs several Limiters of one number over s from many
+// goroutines and checks every closed one-second window of what they
+// admitted (less what was given back) against the number's figure.
+func testShared(t *testing.T, s throughput.Store) {
+	const (
+		mps        = 80
+		limiters   = 4
+		goroutines = 16
+		perG       = 150
+	)
+	key := "106540352242999"
+	lims := make([]*throughput.Limiter, limiters)
+	for i := range lims {
+		lims[i] = throughput.New(mps, throughput.WithStore(s, key))
+	}
+	var clock atomic.Int64
+	var mu sync.Mutex
+	var acts []time.Time
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 13))
+			lim := lims[g%limiters]
+			for range perG {
+				now := t0.Add(time.Duration(clock.Add(rng.Int64N(int64(2 * time.Millisecond)))))
+				at := now.Add(-time.Duration(rng.Int64N(int64(5 * time.Millisecond))))
+				r := lim.ReserveN(at, 1)
+				if !r.OK() {
+					t.Errorf("ReserveN: %v", r.Err())
+					return
+				}
+				if rng.IntN(5) == 0 {
+					r.CancelAt(at)
+					continue
+				}
+				mu.Lock()
+				acts = append(acts, r.TimeToAct())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range acts {
+		for acts[i].Sub(acts[j]) > time.Second {
+			j++
+		}
+		if i-j+1 > mps {
+			t.Fatalf("%d admitted in the closed second ending %v; the figure is %d", i-j+1, acts[i], mps)
+		}
+	}
+	if len(acts) < goroutines*perG/2 {
+		t.Fatalf("only %d admitted", len(acts))
+	}
+}
