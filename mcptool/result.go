@@ -123,6 +123,9 @@ type Transition struct {
 	State string `json:"state"`
 	// At is when, RFC 3339.
 	At string `json:"at"`
+	// Reason says why, for dead letters and unknown outcomes, and how an
+	// unknown outcome was reconciled.
+	Reason string `json:"reason,omitempty"`
 }
 
 // toolError is a tool execution error: a sentence for the model and the
@@ -221,6 +224,8 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 	case errors.Is(err, errExpired):
 		return failure(CodeMessageExpired, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
 			"Not sent: the message's freshness deadline has passed, and stale content is never sent late. Regenerate it if it still matters.")
+	case errors.Is(err, errcodes.ReEngagement):
+		return metaFailure(errcodes.ReEngagement, expires, key, op)
 	case errors.As(err, &bp):
 		if bp.ExpiresAt.After(expires) || expires.IsZero() {
 			expires = bp.ExpiresAt
