@@ -1,0 +1,74 @@
+// Package outbox is a durable send queue for cloudapi: messages are stored
+// in a database before anything is sent, dispatched in FIFO lanes per
+// (business number, recipient), and every state change is recorded with
+// its instant, so that a restart loses nothing and nothing is ever sent
+// twice.
+//
+//	o, err := outbox.Open(ctx, "sqlite:/var/lib/app/outbox.db")
+//	defer o.Close()
+//	t, err := o.Enqueue(ctx, phoneNumberID, cloudapi.Text("+237 690 00 00 01", "Your order shipped"))
+//	go o.Run(ctx, client) // or in your own errgroup: Run is the caller's goroutine
+//	it, err := o.Get(ctx, t.Key)
+//
+// # Storage
+//
+// One schema and one set of queries over database/sql, two dialects:
+// "sqlite:PATH" is the embedded default (modernc.org/sqlite, pure Go, WAL,
+// no server; one process at a time), and a "postgres://" URL (pgx v5's
+// database/sql driver) lets several workers on several hosts share one
+// queue: they claim lane heads with FOR UPDATE SKIP LOCKED under leases,
+// and a lane's head in flight blocks the rest of its lane, so a lane is
+// sent by one worker at a time and FIFO order holds across workers.
+//
+// # Model
+//
+// Enqueue validates the message (nothing stored for an invalid one),
+// gives it its idempotency key (its own or a generated one; an existing
+// key stores nothing new) and either stores it as queued or rejects it at
+// once: queue or reject. [Outbox.EnqueueTx] does the same inside the
+// caller's *sql.Tx. [Outbox.Run] dispatches through a *cloudapi.Client:
+//
+//	queued -> sending -> accepted -> delivered -> read
+//	                  \-> submitted_unknown (-> accepted/delivered/read/failed from webhooks)
+//	                  \-> failed
+//	queued -> expired (its deadline passed: a dead letter, never sent late)
+//
+// An item claimed by a worker that died mid-request becomes
+// submitted_unknown when its lease ends, and is never resent
+// automatically: [Outbox.Reconcile] settles it from status webhooks
+// (biz_opaque_callback_data carries the key; the wamid is matched too), and
+// only a [ResendPolicy] (off by default) may queue it again, recorded as a
+// transition with its reason. A [Revalidate] hook runs right before each
+// attempt, and [WithServiceWindow] tracks the 24 h customer service window
+// from inbound messages fed to Reconcile, failing a free-form message
+// outside it (131047) before anything is spent.
+//
+// Run wakes at the next due instant on the injected clock (a lane held by
+// its pair's debt or a 4^X hold, a deadline, a lease), on an enqueue, or
+// when a send ends; it keeps no goroutine per item, and starts no
+// goroutine outside Run.
+//
+// # Errors
+//
+//	var re *outbox.RejectError
+//	var bp *cloudapi.BackpressureError
+//	switch {
+//	case errors.Is(err, outbox.ErrQueueFull):     // capacity: re.RetryAfter
+//	case errors.Is(err, outbox.ErrExpired):       // would wait past its deadline
+//	case errors.Is(err, outbox.ErrOutsideWindow): // 131047: send a template instead
+//	case errors.As(err, &bp):                     // the same fields, for code that handles cloudapi's
+//	case errors.Is(err, cloudapi.ErrInvalidMessage):
+//	}
+//
+// # Observability
+//
+// [WithObserver] hears every transition; [Outbox.Snapshot] counts items per
+// state, live lanes, the deepest lane, the oldest queued item and dead
+// letters. [Outbox.Get] returns an item with its history.
+//
+// # Testing
+//
+// Unit tests run on SQLite files in t.TempDir(); the multi-worker tests
+// need a Postgres server named by WAPACE_POSTGRES_URL (they skip without
+// it, and fail under WAPACE_REQUIRE_SERVICES=1).
+package outbox

@@ -1,0 +1,282 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// Defaults of an Outbox.
+const (
+	// DefaultCapacity bounds the live (queued or sending) items.
+	DefaultCapacity = 1_000_000
+	// DefaultLaneCapacity bounds the live items of one lane (one
+	// business number and one recipient).
+	DefaultLaneCapacity = 1_000
+	// DefaultConcurrency bounds the sends Run has in flight at once (each
+	// is one lane's head).
+	DefaultConcurrency = 64
+	// DefaultLease is how long a claim lives without renewal: a worker
+	// renews its claims every third of it, and the claims of a worker that
+	// stopped renewing become submitted_unknown once it ends.
+	DefaultLease = 30 * time.Second
+	// DefaultThroughput is the messages per second per business number
+	// used to estimate send instants (throughput.Default).
+	DefaultThroughput = 80
+	// DefaultStopGrace is how long Run lets requests in flight finish after
+	// its context ends before cancelling them (which can leave their
+	// outcome unknown).
+	DefaultStopGrace = 5 * time.Second
+	// DefaultServiceWindow is Meta's customer service window: free-form
+	// messages may be sent within 24 hours of the user's last message.
+	DefaultServiceWindow = 24 * time.Hour
+)
+
+// Option configures an Outbox. Options are validated by Open.
+type Option func(*config) error
+
+// ResendPolicy says whether an item left submitted_unknown may be sent
+// again. The zero value never resends (the default): an unknown outcome
+// is reconciled from status webhooks only.
+type ResendPolicy struct {
+	// After is how long an item must stay submitted_unknown without any
+	// status webhook before it may be queued again. Zero disables resends.
+	After time.Duration
+	// Max is the most resends of one item (at least 1 when After is set).
+	Max int
+}
+
+// Revalidate is called by Run right before each attempt with the item
+// about to be sent. Returning nil sends it; returning an error drops it
+// without sending: it becomes expired if the error matches ErrExpired,
+// failed otherwise, with the error's text as the reason. Use it to check
+// consent, that a template is still approved, or business state.
+type Revalidate func(ctx context.Context, it Item) error
+
+// Event is one recorded transition, for an observer.
+type Event struct {
+	// At is the instant on the Outbox's clock.
+	At time.Time
+	// Key is the item's idempotency key.
+	Key string
+	// State is the state entered.
+	State State
+	// Reason says why (for dead letters, unknown outcomes, resends).
+	Reason string
+}
+
+type config struct {
+	clock        clock.Clock
+	capacity     int
+	laneCapacity int
+	concurrency  int
+	lease        time.Duration
+	idleWake     time.Duration
+	idleWakeSet  bool
+	stopGrace    time.Duration
+	mps          int
+	policy       pairlimit.Policy
+	resend       ResendPolicy
+	revalidate   Revalidate
+	window       time.Duration
+	observer     func(Event)
+	newKey       func() string
+	owner        string
+}
+
+func defaultConfig() config {
+	return config{
+		clock: clock.New(), capacity: DefaultCapacity, laneCapacity: DefaultLaneCapacity,
+		concurrency: DefaultConcurrency, lease: DefaultLease, stopGrace: DefaultStopGrace,
+		mps: DefaultThroughput, policy: pairlimit.Meta, newKey: randomKey,
+	}
+}
+
+func optErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// WithClock reads time from and waits on clk (the real clock by default).
+// Give the cloudapi.Client passed to Run the same clock.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) error {
+		if clk == nil {
+			return optErr("nil clock")
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithCapacity bounds the live items of the whole queue (default
+// DefaultCapacity); Enqueue rejects beyond it with ErrQueueFull.
+func WithCapacity(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return optErr("capacity must be at least 1")
+		}
+		c.capacity = n
+		return nil
+	}
+}
+
+// WithLaneCapacity bounds the live items of one lane (default
+// DefaultLaneCapacity); Enqueue rejects beyond it with ErrQueueFull.
+func WithLaneCapacity(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return optErr("lane capacity must be at least 1")
+		}
+		c.laneCapacity = n
+		return nil
+	}
+}
+
+// WithConcurrency bounds the sends Run has in flight (default
+// DefaultConcurrency). A lane held by a limit holds no send: Run waits for
+// it on the clock.
+func WithConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 10_000 {
+			return optErr("concurrency must be between 1 and 10000")
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithLease sets how long a claim lives without renewal (default
+// DefaultLease). After a worker dies, its claims become submitted_unknown
+// once their lease ends.
+func WithLease(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond {
+			return optErr("lease must be at least 10ms")
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithIdleWake makes Run look for work it was not told about (items
+// enqueued by another process, or in a transaction committed after
+// EnqueueTx) at least every d on the Outbox's clock. Run otherwise wakes
+// only at due instants and on this Outbox's own enqueues. The default is
+// 1 s for Postgres (several workers) and 0 (never) for SQLite.
+func WithIdleWake(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return optErr("idle wake must not be negative")
+		}
+		c.idleWake, c.idleWakeSet = d, true
+		return nil
+	}
+}
+
+// WithStopGrace sets how long requests in flight may finish after Run's
+// context ends (default DefaultStopGrace).
+func WithStopGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return optErr("stop grace must not be negative")
+		}
+		c.stopGrace = d
+		return nil
+	}
+}
+
+// WithThroughput sets the messages per second per business number used to
+// estimate send instants at enqueue (default DefaultThroughput). It should
+// match the cloudapi.Client's.
+func WithThroughput(mps int) Option {
+	return func(c *config) error {
+		if mps < 1 {
+			return optErr("throughput must be at least 1 message per second")
+		}
+		c.mps = mps
+		return nil
+	}
+}
+
+// WithPairPolicy sets the pair rule used to estimate send instants at
+// enqueue (default pairlimit.Meta). It should match the Client's limiter.
+func WithPairPolicy(p pairlimit.Policy) Option {
+	return func(c *config) error {
+		if p.Interval <= 0 || p.Burst < 1 || p.BurstWindow <= 0 {
+			return optErr("pair policy needs a positive interval, burst and window")
+		}
+		c.policy = p
+		return nil
+	}
+}
+
+// WithResend sets the policy for items left submitted_unknown (default:
+// never resend). Each resend is recorded as a transition with its reason
+// and counted in Item.Resends.
+func WithResend(p ResendPolicy) Option {
+	return func(c *config) error {
+		if p.After < 0 || p.Max < 0 || (p.After > 0 && p.Max < 1) {
+			return optErr("resend policy needs After >= 0 and, with After, Max >= 1")
+		}
+		c.resend = p
+		return nil
+	}
+}
+
+// WithRevalidate calls f right before each attempt.
+func WithRevalidate(f Revalidate) Option {
+	return func(c *config) error {
+		c.revalidate = f
+		return nil
+	}
+}
+
+// WithServiceWindow enables the customer service window tracker: free-form
+// (non-template) messages are rejected at Enqueue, and failed with 131047
+// at dispatch, unless the user's last inbound message (fed through
+// Reconcile) is less than d old. Use DefaultServiceWindow.
+func WithServiceWindow(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return optErr("service window must be positive")
+		}
+		c.window = d
+		return nil
+	}
+}
+
+// WithObserver calls f after every recorded transition. f must not block.
+func WithObserver(f func(Event)) Option {
+	return func(c *config) error {
+		c.observer = f
+		return nil
+	}
+}
+
+// WithIdempotencyKeys generates the keys of messages that have none with f
+// (default: 16 random bytes in hex).
+func WithIdempotencyKeys(f func() string) Option {
+	return func(c *config) error {
+		if f == nil {
+			return optErr("nil key generator")
+		}
+		c.newKey = f
+		return nil
+	}
+}
+
+// WithWorkerID names this process's claims (default: random). Names must
+// be unique among live workers.
+func WithWorkerID(id string) Option {
+	return func(c *config) error {
+		if id == "" || len(id) > 128 || strings.ContainsAny(id, "\x00\n") {
+			return optErr("worker ID must be 1 to 128 bytes without NUL or newline")
+		}
+		c.owner = id
+		return nil
+	}
+}

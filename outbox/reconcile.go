@@ -1,0 +1,126 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// statusRank orders the states a status webhook can move an item to, so
+// that a late "delivered" never undoes a "read".
+var statusRank = map[string]State{"sent": StateAccepted, "delivered": StateDelivered, "read": StateRead, "failed": StateFailed}
+
+// Reconcile applies a webhook notification (as handed over by a
+// cloudapi.WebhookHandler): each status moves the item it names, found by
+// biz_opaque_callback_data (the idempotency key) or else by wamid, to
+// accepted ("sent"), delivered, read or failed, never backwards; a status
+// for a submitted_unknown item settles its outcome. Each inbound message
+// opens (renews) the sender's customer service window. Statuses for
+// unknown items are ignored. It is safe to call with redelivered
+// notifications.
+func (o *Outbox) Reconcile(ctx context.Context, n *cloudapi.Notification) error {
+	if o.isClosed() {
+		return ErrClosed
+	}
+	if n == nil {
+		return nil
+	}
+	now := o.cfg.clock.Now()
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("outbox: reconcile: %w", err)
+	}
+	defer tx.Rollback()
+	var evs []Event
+	for _, e := range n.Entry {
+		for _, ch := range e.Changes {
+			v := ch.Value
+			for _, m := range v.Messages {
+				to, err := pairlimit.NormalizeRecipient(m.From)
+				if err != nil || v.Metadata.PhoneNumberID == "" {
+					continue
+				}
+				at := webhookTime(m.Timestamp, now)
+				if _, err := tx.ExecContext(ctx, o.q(`INSERT INTO outbox_windows (sender, recipient, last_inbound) VALUES (?, ?, ?)
+					ON CONFLICT (sender, recipient) DO UPDATE SET last_inbound = CASE WHEN outbox_windows.last_inbound > excluded.last_inbound
+					THEN outbox_windows.last_inbound ELSE excluded.last_inbound END`), v.Metadata.PhoneNumberID, to, nanos(at)); err != nil {
+					return fmt.Errorf("outbox: reconcile: %w", err)
+				}
+			}
+			for _, s := range v.Statuses {
+				e, err := o.applyStatus(ctx, tx, now, s)
+				if err != nil {
+					return fmt.Errorf("outbox: reconcile: %w", err)
+				}
+				evs = append(evs, e...)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("outbox: reconcile: %w", err)
+	}
+	o.notify(evs)
+	return nil
+}
+
+func webhookTime(ts string, now time.Time) time.Time {
+	if sec, err := strconv.ParseInt(ts, 10, 64); err == nil && sec > 0 && sec < 1<<40 {
+		return time.Unix(sec, 0)
+	}
+	return now
+}
+
+func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s cloudapi.Status) ([]Event, error) {
+	target, ok := statusRank[s.Status]
+	if !ok {
+		return nil, nil
+	}
+	var key, st, wamid string
+	err := tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE ikey = ?`), s.CallbackData).Scan(&key, &st, &wamid)
+	if err != nil && s.ID != "" {
+		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE wamid = ?`), s.ID).Scan(&key, &st, &wamid)
+	}
+	if err != nil {
+		return nil, nil // not ours, or not found: nothing to reconcile
+	}
+	cur, _ := parseState(st)
+	switch cur {
+	case StateQueued, StateExpired:
+		return nil, nil // never sent by us: a status cannot be about this item
+	case StateFailed, StateRead:
+		return nil, nil // final
+	case StateDelivered:
+		if target != StateRead && target != StateFailed {
+			return nil, nil
+		}
+	case StateAccepted:
+		if target == StateAccepted {
+			return nil, nil
+		}
+	}
+	code, reason := 0, ""
+	if target == StateFailed {
+		reason = "status webhook: failed"
+		if len(s.Errors) > 0 {
+			code = int(s.Errors[0].Code)
+			reason += ": " + strconv.Itoa(code)
+		}
+	}
+	if cur == StateSubmittedUnknown || cur == StateSending {
+		if reason == "" {
+			reason = "outcome settled by a status webhook"
+		}
+	}
+	if wamid == "" {
+		wamid = s.ID
+	}
+	if _, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, wamid = ?, lease_until = 0
+		WHERE ikey = ? AND state = ?`), target.String(), nanos(now), code, reason, wamid, key, st); err != nil {
+		return nil, err
+	}
+	return o.record(ctx, tx, now, target, reason, key)
+}

@@ -1,0 +1,655 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/wapace/wapace/backoff"
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// maxDispatches bounds how often one item is handed to the Client when
+// every attempt ends refused for a limit (backoff.ErrMaxAttempts).
+const maxDispatches = 10
+
+// retryAfterRefusals is how long an item refused for a limit on every
+// attempt waits before it is dispatched again.
+const retryAfterRefusals = time.Minute
+
+var runs atomic.Int64
+
+// claimed is an item a Run owns.
+type claimed struct {
+	Item
+	lane string
+	msg  cloudapi.Message
+	pair pairlimit.Pair
+}
+
+// finished is a send's outcome.
+type finished struct {
+	it  *claimed
+	res *cloudapi.Result
+	err error
+}
+
+// Run dispatches queued items through c until ctx ends, and returns ctx's
+// error then (or the first database error). Run is the caller's goroutine;
+// the sends it starts (at most WithConcurrency at once, each the head of
+// one lane) end before it returns.
+//
+// Each lane, one business number and one recipient, is sent in FIFO order,
+// one item at a time; lanes are independent: a lane whose pair is in debt
+// or held after a 131056, or whose number is held, waits on the clock
+// holding no send, and never delays another lane. Run sleeps until the
+// next due instant (a lane's wait, a deadline, a lease), an enqueue, or a
+// send's end; it does not poll (but see WithIdleWake).
+//
+// On each wake-up, before claiming, Run: marks submitted_unknown the items
+// claimed by a worker whose lease ended (it died mid-request: never resent
+// automatically); dead-letters as expired the queued items whose deadline
+// passed; and queues again the submitted_unknown items a ResendPolicy
+// allows. Right before each attempt it calls the Revalidate hook and, with
+// WithServiceWindow, checks the window (131047) without spending anything.
+//
+// When ctx ends, requests in flight get WithStopGrace to finish before
+// they are cancelled; an item cancelled before its request was written
+// goes back to queued.
+func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
+	if o.isClosed() {
+		return ErrClosed
+	}
+	if c == nil {
+		return errors.New("outbox: run: nil client")
+	}
+	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
+		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), seeded: map[string]int64{}}
+	return r.run(ctx)
+}
+
+type runner struct {
+	o        *Outbox
+	c        *cloudapi.Client
+	owner    string
+	inflight map[string]*claimed
+	done     chan finished
+	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
+	renewAt  time.Time
+}
+
+func (r *runner) run(ctx context.Context) error {
+	o := r.o
+	clk := o.cfg.clock
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	dbCtx := context.WithoutCancel(ctx)
+
+	err := r.seedPairs(ctx, clk.Now())
+	for err == nil && ctx.Err() == nil {
+		now := clk.Now()
+		var more bool
+		more, err = r.step(ctx, sendCtx, now)
+		if err != nil || more {
+			continue
+		}
+		err = r.wait(ctx, now)
+	}
+	// Stop: let requests in flight finish, cancel them after the grace.
+	var grace <-chan time.Time
+	if len(r.inflight) > 0 {
+		t := clk.Timer(o.cfg.stopGrace)
+		defer t.Stop()
+		grace = t.C
+	}
+	for len(r.inflight) > 0 {
+		select {
+		case f := <-r.done:
+			if ferr := r.finish(dbCtx, sendCtx, []finished{f}); ferr != nil && err == nil {
+				err = ferr
+			}
+		case <-grace:
+			cancelSends()
+			grace = nil
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// step sweeps, claims and starts sends, and records finished ones. It
+// reports whether it should run again at once (a full batch was claimed).
+func (r *runner) step(ctx, sendCtx context.Context, now time.Time) (bool, error) {
+	if err := r.drain(ctx, sendCtx); err != nil {
+		return false, err
+	}
+	if len(r.inflight) > 0 && !now.Before(r.renewAt) {
+		if err := r.renew(ctx, now); err != nil {
+			return false, err
+		}
+	}
+	free := r.o.cfg.concurrency - len(r.inflight)
+	if free <= 0 {
+		return false, nil
+	}
+	items, err := r.sweepAndClaim(ctx, now, free)
+	if err != nil {
+		return false, err
+	}
+	if len(r.inflight) == 0 && len(items) > 0 {
+		r.renewAt = now.Add(r.o.cfg.lease / 3)
+	}
+	if err := r.start(ctx, sendCtx, now, items); err != nil {
+		return false, err
+	}
+	return len(items) == free, nil
+}
+
+// drain records the sends that have finished, without waiting.
+func (r *runner) drain(ctx, sendCtx context.Context) error {
+	var fs []finished
+	for {
+		select {
+		case f := <-r.done:
+			fs = append(fs, f)
+			continue
+		default:
+		}
+		break
+	}
+	return r.finish(ctx, sendCtx, fs)
+}
+
+// wait sleeps until the next due instant, a send's end, an enqueue or
+// ctx's end.
+func (r *runner) wait(ctx context.Context, now time.Time) error {
+	o := r.o
+	next, err := r.nextWake(ctx, now)
+	if err != nil {
+		return err
+	}
+	if len(r.inflight) > 0 && (next.IsZero() || r.renewAt.Before(next)) {
+		next = r.renewAt
+	}
+	if o.cfg.idleWake > 0 {
+		if idle := now.Add(o.cfg.idleWake); next.IsZero() || idle.Before(next) {
+			next = idle
+		}
+	}
+	var tc <-chan time.Time
+	if !next.IsZero() {
+		d := next.Sub(now)
+		if d <= 0 {
+			return nil
+		}
+		t := o.cfg.clock.Timer(d)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-tc:
+	case <-o.wake:
+	case f := <-r.done:
+		// Put it back for drain.
+		r.done <- f
+	}
+	return nil
+}
+
+// nextWake is the earliest future instant at which something becomes due:
+// a held lane's head, a queued item's deadline, another worker's lease, a
+// resend. Zero means nothing is scheduled.
+func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error) {
+	o := r.o
+	resendAfter := int64(0)
+	if o.cfg.resend.After > 0 {
+		resendAfter = int64(o.cfg.resend.After)
+	}
+	var due, exp, lease, unknown sql.NullInt64
+	err := o.db.QueryRowContext(ctx, o.q(`SELECT
+		(SELECT MIN(due_at) FROM outbox_items WHERE state = 'queued' AND due_at > ?),
+		(SELECT MIN(expires_at) FROM outbox_items WHERE state = 'queued' AND expires_at > 0),
+		(SELECT MIN(lease_until) FROM outbox_items WHERE state = 'sending' AND owner <> ?),
+		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?)`),
+		nanos(now), r.owner, o.cfg.resend.Max).Scan(&due, &exp, &lease, &unknown)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("outbox: run: %w", err)
+	}
+	var next int64
+	consider := func(v sql.NullInt64, add int64) {
+		if v.Valid && v.Int64 > 0 && (next == 0 || v.Int64+add < next) {
+			next = v.Int64 + add
+		}
+	}
+	consider(due, 0)
+	consider(exp, 0)
+	consider(lease, 1) // strictly after the lease's end
+	if resendAfter > 0 {
+		consider(unknown, resendAfter)
+	}
+	return fromNanos(next), nil
+}
+
+// renew extends the leases of this Run's claims.
+func (r *runner) renew(ctx context.Context, now time.Time) error {
+	o := r.o
+	if _, err := o.db.ExecContext(ctx, o.q(`UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ?`),
+		nanos(now.Add(o.cfg.lease)), r.owner); err != nil {
+		return fmt.Errorf("outbox: run: renewing leases: %w", err)
+	}
+	r.renewAt = now.Add(o.cfg.lease / 3)
+	return nil
+}
+
+const claimReturning = ` RETURNING ikey, sender, recipient, kind, message, attempts, resends, enqueued_at, expires_at, lane`
+
+// claimSQL marks up to n due lane heads as sending by this Run.
+func (o *Outbox) claimSQL() string {
+	pick := `SELECT i.id FROM outbox_items i WHERE i.state = 'queued' AND i.due_at <= ?
+		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
+			AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
+		ORDER BY i.due_at, i.seq LIMIT ?`
+	set := `SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, attempts = attempts + 1, reason = ''`
+	if o.d.postgres {
+		return o.q(`WITH c AS (` + pick + ` FOR UPDATE OF i SKIP LOCKED)
+			UPDATE outbox_items ` + set + ` FROM c WHERE outbox_items.id = c.id` + claimReturning)
+	}
+	return `UPDATE outbox_items ` + set + ` WHERE id IN (` + pick + `)` + claimReturning
+}
+
+// sweepAndClaim, in one transaction: dead leases become
+// submitted_unknown, deadlines passed become expired, resends allowed by
+// the policy are queued again, and up to n due lane heads are claimed.
+func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*claimed, error) {
+	o := r.o
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	defer tx.Rollback()
+	var evs []Event
+	sweep := func(st State, reason, query string, args ...any) error {
+		keys, err := queryKeys(ctx, tx, o.q(query), args...)
+		if err != nil {
+			return err
+		}
+		e, err := o.record(ctx, tx, now, st, reason, keys...)
+		evs = append(evs, e...)
+		return err
+	}
+	const dead = "claimed by a worker whose lease ended mid-send: outcome unknown, not resent"
+	if err := sweep(StateSubmittedUnknown, dead, `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
+		WHERE state = 'sending' AND owner <> ? AND lease_until < ? RETURNING ikey`, nanos(now), dead, r.owner, nanos(now)); err != nil {
+		return nil, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
+	}
+	const late = "freshness deadline passed while queued"
+	if err := sweep(StateExpired, late, `UPDATE outbox_items SET state = 'expired', state_at = ?, reason = ?
+		WHERE state = 'queued' AND expires_at > 0 AND expires_at <= ? RETURNING ikey`, nanos(now), late, nanos(now)); err != nil {
+		return nil, fmt.Errorf("outbox: run: expiring: %w", err)
+	}
+	if p := o.cfg.resend; p.After > 0 {
+		why := fmt.Sprintf("resend policy: no status webhook within %v of an unknown outcome", p.After)
+		if err := sweep(StateQueued, why, `UPDATE outbox_items SET state = 'queued', seq = `+o.nextSeq()+`, resends = resends + 1,
+			due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
+			AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`,
+			nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
+			return nil, fmt.Errorf("outbox: run: resending: %w", err)
+		}
+	}
+	var args []any
+	if o.d.postgres {
+		args = []any{nanos(now), n, r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now)}
+	} else {
+		args = []any{r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), nanos(now), n}
+	}
+	rows, err := tx.QueryContext(ctx, o.claimSQL(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+	}
+	var items []*claimed
+	var bad []string
+	for rows.Next() {
+		it := &claimed{}
+		var body string
+		var enq, exp int64
+		if err := rows.Scan(&it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		}
+		it.State, it.EnqueuedAt, it.ExpiresAt, it.UpdatedAt = StateSending, fromNanos(enq), fromNanos(exp), now
+		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
+			bad = append(bad, it.Key)
+			continue
+		}
+		if it.To != "" {
+			it.pair, _ = pairlimit.NewPair(it.From, it.To)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+	}
+	rows.Close()
+	for _, k := range bad {
+		e, err := r.setState(ctx, tx, now, k, StateFailed, 0, "stored message unreadable", "")
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e...)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	o.notify(evs)
+	return items, nil
+}
+
+func queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
+	rows, err := ex.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// setState moves a claimed item of this Run to st.
+func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key string, st State, code int, reason, wamid string) ([]Event, error) {
+	o := r.o
+	q := `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, lease_until = 0`
+	args := []any{st.String(), nanos(now), code, reason}
+	if wamid != "" {
+		q += `, wamid = ?`
+		args = append(args, wamid)
+	}
+	if st == StateQueued {
+		q += `, attempts = attempts - 1, due_at = ?`
+		args = append(args, nanos(now))
+	}
+	q += ` WHERE ikey = ? AND state = 'sending' AND owner = ?`
+	args = append(args, key, r.owner)
+	res, err := ex.ExecContext(ctx, o.q(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if st != StateAccepted {
+			return nil, nil // lost the claim: another worker recorded it as unknown
+		}
+		// Our lease ended and another worker marked it unknown; the
+		// answer came after all: it was accepted.
+		res, err = ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
+			WHERE ikey = ? AND state = 'submitted_unknown'`), nanos(now), wamid, "accepted after its lease ended", key)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil, nil
+		}
+	}
+	return o.record(ctx, ex, now, st, reason, key)
+}
+
+// requeue puts a claimed item back at the head of its lane, due at due.
+func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string) ([]Event, error) {
+	o := r.o
+	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
+		attempts = attempts - 1, lease_until = 0 WHERE ikey = ? AND state = 'sending' AND owner = ?`),
+		nanos(now), nanos(due), reason, key, r.owner); err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	return o.record(ctx, ex, now, StateQueued, reason, key)
+}
+
+// hold puts a claimed item back, not yet attempted, due at due: its lane
+// waits on a known limit. The claim was not recorded, so neither is this.
+func (r *runner) hold(ctx context.Context, ex execer, due time.Time, key string) error {
+	o := r.o
+	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', due_at = ?, attempts = attempts - 1, lease_until = 0
+		WHERE ikey = ? AND state = 'sending' AND owner = ?`), nanos(due), key, r.owner); err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	return nil
+}
+
+// start checks each claimed item (known waits, revalidation, the service
+// window) and starts the sends of those that may go now.
+func (r *runner) start(ctx, sendCtx context.Context, now time.Time, items []*claimed) error {
+	if len(items) == 0 {
+		return nil
+	}
+	o := r.o
+	var evs []Event
+	var go_ []*claimed
+	err := func() error {
+		tx, err := o.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for _, it := range items {
+			e, send, err := r.check(ctx, tx, now, it)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, e...)
+			if send {
+				go_ = append(go_, it)
+			}
+		}
+		keys := make([]string, len(go_))
+		for i, it := range go_ {
+			keys[i] = it.Key
+		}
+		e, err := o.record(ctx, tx, now, StateSending, "", keys...)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, e...)
+		return tx.Commit()
+	}()
+	if err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	o.notify(evs)
+	for _, it := range go_ {
+		r.inflight[it.Key] = it
+		go func(it *claimed) {
+			res, err := r.c.Send(sendCtx, it.From, it.msg)
+			r.done <- finished{it: it, res: res, err: err}
+		}(it)
+	}
+	return nil
+}
+
+// check decides what to do with a claimed item before sending it.
+func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claimed) ([]Event, bool, error) {
+	o := r.o
+	// Known waits: the pair's debt or hold, the number's hold. The lane
+	// waits on the clock holding no send.
+	if !it.pair.IsZero() {
+		if err := r.seedLane(ctx, tx, it); err != nil {
+			return nil, false, err
+		}
+	}
+	ready := now
+	if !it.pair.IsZero() {
+		res := r.c.Pairs().ReserveN(now, it.pair, 1)
+		if at := res.TimeToAct(); at.After(ready) {
+			ready = at
+		}
+		res.CancelAt(now)
+	}
+	if h := r.c.Number(it.From).HeldUntil(); h.After(ready) {
+		ready = h
+	}
+	if ready.After(now) {
+		if !it.ExpiresAt.IsZero() && ready.After(it.ExpiresAt) {
+			e, err := r.setState(ctx, tx, now, it.Key, StateExpired, int(errcodes.PairRateLimit),
+				fmt.Sprintf("its lane is held until %v, past its deadline", ready.Sub(now)), "")
+			return e, false, err
+		}
+		return nil, false, r.hold(ctx, tx, ready, it.Key)
+	}
+	if o.cfg.window > 0 && freeForm(it.msg.Kind()) {
+		var last int64
+		err := tx.QueryRowContext(ctx, o.q(`SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`), it.From, it.To).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, false, err
+		}
+		if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
+			e, err := r.setState(ctx, tx, now, it.Key, StateFailed, int(errcodes.ReEngagement),
+				"outside the customer service window (131047): not sent", "")
+			return e, false, err
+		}
+	}
+	if o.cfg.revalidate != nil {
+		if err := o.cfg.revalidate(ctx, it.Item); err != nil {
+			st := StateFailed
+			if errors.Is(err, ErrExpired) {
+				st = StateExpired
+			}
+			e, serr := r.setState(ctx, tx, now, it.Key, st, 0, "revalidation: "+err.Error(), "")
+			return e, false, serr
+		}
+	}
+	return nil, true, nil
+}
+
+// finish records the outcomes of finished sends.
+func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	o := r.o
+	now := o.cfg.clock.Now()
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	defer tx.Rollback()
+	var evs []Event
+	for _, f := range fs {
+		e, err := r.outcome(ctx, tx, sendCtx, now, f)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, e...)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	for _, f := range fs {
+		delete(r.inflight, f.it.Key)
+	}
+	o.notify(evs)
+	return nil
+}
+
+func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Context, now time.Time, f finished) ([]Event, error) {
+	key := f.it.Key
+	if f.err == nil {
+		wamid := ""
+		if f.res != nil {
+			wamid = f.res.MessageID
+		}
+		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+	}
+	code := 0
+	var ge *errcodes.Error
+	if errors.As(f.err, &ge) {
+		code = int(ge.Code)
+	}
+	reason := errcodes.Sanitize(f.err.Error())
+	var bp *cloudapi.BackpressureError
+	var ve *cloudapi.ValidationError
+	switch st := cloudapi.StateOf(f.err); {
+	case st == cloudapi.StateSubmittedUnknown:
+		return r.setState(ctx, tx, now, key, StateSubmittedUnknown, code, reason, "")
+	case st == cloudapi.StateFailed:
+		return r.setState(ctx, tx, now, key, StateFailed, code, reason, "")
+	case errors.As(f.err, &bp):
+		return r.setState(ctx, tx, now, key, StateExpired, int(bp.Code), "not sent before its deadline: "+reason, "")
+	case errors.As(f.err, &ve):
+		return r.setState(ctx, tx, now, key, StateFailed, 0, reason, "")
+	case sendCtx.Err() != nil && errors.Is(f.err, sendCtx.Err()):
+		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written")
+	case errors.Is(f.err, backoff.ErrMaxAttempts) && f.it.Attempts < maxDispatches:
+		due := now.Add(retryAfterRefusals)
+		if !f.it.ExpiresAt.IsZero() && due.After(f.it.ExpiresAt) {
+			return r.setState(ctx, tx, now, key, StateExpired, code, "refused for a limit on every attempt until its deadline: "+reason, "")
+		}
+		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason)
+	default:
+		return r.setState(ctx, tx, now, key, StateFailed, code, "not sent: "+reason, "")
+	}
+}
+
+// seedPairs replays the recent sends recorded in the database into the
+// Client's pair limiter, so that a restarted process does not send to a
+// pair still in debt from before (131056).
+func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
+	o := r.o
+	p := r.c.Pairs().Policy()
+	since := now.Add(-time.Duration(p.Burst+1) * p.Interval)
+	rows, err := o.db.QueryContext(ctx, o.q(`SELECT sender, recipient, sent_at FROM outbox_items
+		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') ORDER BY sent_at`), nanos(since))
+	if err != nil {
+		return fmt.Errorf("outbox: run: reading recent sends: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var from, to string
+		var at int64
+		if err := rows.Scan(&from, &to, &at); err != nil {
+			return fmt.Errorf("outbox: run: reading recent sends: %w", err)
+		}
+		if pr, err := pairlimit.NewPair(from, to); err == nil {
+			r.c.Pairs().ReserveN(fromNanos(at), pr, 1)
+			r.seeded[pr.From()+">"+pr.To()] = at
+		}
+	}
+	return rows.Err()
+}
+
+// seedLane, with Postgres, feeds the pair limiter the lane's latest send
+// by another worker, so that a lane taken over from another worker keeps
+// its pace.
+func (r *runner) seedLane(ctx context.Context, tx *sql.Tx, it *claimed) error {
+	o := r.o
+	if !o.d.postgres {
+		return nil
+	}
+	var at int64
+	var owner string
+	err := tx.QueryRowContext(ctx, o.q(`SELECT sent_at, owner FROM outbox_items WHERE lane = ? AND sent_at > 0 AND ikey <> ?
+		AND state NOT IN ('queued', 'expired') ORDER BY sent_at DESC LIMIT 1`), it.lane, it.Key).Scan(&at, &owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if owner != r.owner && at > r.seeded[it.lane] {
+		r.c.Pairs().ReserveN(fromNanos(at), it.pair, 1)
+		r.seeded[it.lane] = at
+	}
+	return nil
+}
