@@ -72,7 +72,7 @@ func (q *fakeQueue) get(_ context.Context, id string) (item, error) {
 // connect starts the tools on a server and returns a connected client.
 func connect(t *testing.T, q queue, clk clock.Clock, syncWait time.Duration) *mcp.ClientSession {
 	t.Helper()
-	tl := &tools{q: q, from: []string{"1001", "1002"}, clk: clk, syncWait: syncWait, replyTTL: DefaultReplyTTL, poll: time.Millisecond}
+	tl := &tools{q: q, from: []string{"1001", "1002"}, clk: clk, syncWait: syncWait, acceptWait: syncWait, replyTTL: DefaultReplyTTL, poll: time.Millisecond}
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	if err := tl.register(s); err != nil {
 		t.Fatal(err)

@@ -251,13 +251,13 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 
 // retryAfterOf returns the wait an error reports, or 0.
 func retryAfterOf(err error) time.Duration {
-	var bp *cloudapi.BackpressureError
-	if errors.As(err, &bp) {
-		return bp.RetryAfter
-	}
 	var ra interface{ RetryAfter() time.Duration }
 	if errors.As(err, &ra) {
 		return ra.RetryAfter()
+	}
+	var bp *cloudapi.BackpressureError
+	if errors.As(err, &bp) {
+		return bp.RetryAfter // a field until cloudapi's refit makes it a method
 	}
 	return 0
 }

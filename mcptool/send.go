@@ -26,6 +26,9 @@ const (
 	DefaultReplyTTL = 2 * time.Minute
 	// DefaultPollInterval is how often a waiting call reads the outbox.
 	DefaultPollInterval = 50 * time.Millisecond
+	// DefaultAcceptWait is how long a delivery "async" call waits for a
+	// message that can go now to be accepted before it reports it queued.
+	DefaultAcceptWait = time.Second
 )
 
 // Tool names.
@@ -34,18 +37,16 @@ const (
 	StatusToolName = "get_message_status"
 )
 
-// nowTolerance is how far ahead an estimated send instant still counts as
-// "now" for delivery async.
-const nowTolerance = time.Second
-
 // tools holds the configuration the handlers share.
 type tools struct {
 	q        queue
 	from     []string
 	clk      clock.Clock
 	syncWait time.Duration
-	replyTTL time.Duration
-	poll     time.Duration
+	// acceptWait bounds an async call's wait for a message due now.
+	acceptWait time.Duration
+	replyTTL   time.Duration
+	poll       time.Duration
 }
 
 // register adds both tools to s.
@@ -134,8 +135,15 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 		return t.fail(fromError(err, r.deadline, key, "")), nil
 	}
 	key, op := tk.key, tk.operationID
-	if !r.sync && tk.state == stateQueued && tk.estimatedSendAt.After(now.Add(nowTolerance)) {
-		return t.queued(now, tk.estimatedSendAt, r.deadline, key, op), nil
+	if !r.sync {
+		// Async: a message that cannot go now is queued at once; one that
+		// can gets acceptWait to be accepted, and is queued otherwise.
+		if tk.state == stateQueued && tk.estimatedSendAt.After(now.Add(t.acceptWait)) {
+			return t.queued(now, tk.estimatedSendAt, r.deadline, key, op), nil
+		}
+		if s := now.Add(t.acceptWait); s.Before(stop) {
+			stop = s
+		}
 	}
 	return t.await(ctx, r, key, op, tk.estimatedSendAt, stop)
 }

@@ -1,0 +1,92 @@
+// Command mcpserver is a Model Context Protocol server on stdio that lets an
+// AI agent send WhatsApp messages through wapace: the tools
+// send_whatsapp_message and get_message_status (package mcptool), on the
+// durable outbox (SQLite by default), dispatched in the same process.
+//
+//	WHATSAPP_TOKEN=... mcpserver -from 106540352242922 [-base-url URL] [-outbox DSN]
+//
+// -base-url is the Graph API base URL (Meta's by default; point it at a fake
+// such as wapace-fakemeta for demos), -from the business phone number ID(s)
+// the agent may send from (comma-separated, the first is the default), and
+// -outbox an outbox DSN ("sqlite:PATH" or a postgres:// URL). The access
+// token is read from WHATSAPP_TOKEN and never printed or logged. Stdout
+// carries the protocol; diagnostics go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/mcptool"
+	"github.com/wapace/wapace/outbox"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(log); err != nil {
+		log.Error("mcpserver", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger) error {
+	baseURL := flag.String("base-url", cloudapi.DefaultBaseURL, "Graph API base URL")
+	from := flag.String("from", "", "business phone number ID(s) to send from, comma-separated (required)")
+	dsn := flag.String("outbox", "sqlite:wapace-outbox.db", "outbox DSN: sqlite:PATH or a postgres:// URL")
+	syncWait := flag.Duration("sync-wait", mcptool.DefaultSyncWait, "longest wait of one call for Meta's answer")
+	flag.Parse()
+
+	if *from == "" {
+		return errors.New("-from is required")
+	}
+	token := os.Getenv("WHATSAPP_TOKEN")
+	if token == "" {
+		return errors.New("WHATSAPP_TOKEN is not set")
+	}
+	client, err := cloudapi.New(token, cloudapi.WithBaseURL(*baseURL), cloudapi.WithLogger(log))
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ob, err := outbox.Open(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer ob.Close()
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "wapace", Title: "WhatsApp via wapace", Version: "v0.1.0"}, nil)
+	if err := mcptool.Register(server, mcptool.Config{
+		Outbox:   ob,
+		From:     strings.Split(*from, ","),
+		SyncWait: *syncWait,
+	}); err != nil {
+		return err
+	}
+
+	// The outbox dispatches while the session lasts, then finishes what is
+	// in flight.
+	dispatch, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ob.Run(dispatch, client) }()
+	err = server.Run(ctx, &mcp.StdioTransport{})
+	cancel()
+	if rerr := <-done; rerr != nil && !errors.Is(rerr, context.Canceled) {
+		log.Error("outbox", "err", rerr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return fmt.Errorf("session: %w", err)
+	}
+	return nil
+}

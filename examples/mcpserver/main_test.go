@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+)
+
+const (
+	from  = "106540352242922"
+	token = "EAAG-stdio-test-token-never-printed-0123456789"
+)
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and
+// the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// build compiles this command into a temporary directory.
+func build(t *testing.T) string {
+	t.Helper()
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH to build the server")
+	}
+	bin := filepath.Join(t.TempDir(), "mcpserver")
+	out, err := exec.Command(gotool, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestStdio starts the built server as a subprocess through the SDK's
+// CommandTransport, against the fake Meta on a loopback socket, and drives
+// it as an agent would: list the tools, send a burst to one user that
+// forces a queue, and poll the status until everything is accepted.
+func TestStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a subprocess for about 15 s")
+	}
+	bin := build(t)
+	meta := cloudapitest.NewServer(t, cloudapitest.WithToken(token))
+	cmd := exec.Command(bin, "-base-url", meta.URL(), "-from", from,
+		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-sync-wait", "2s")
+	cmd.Env = append(os.Environ(), "WHATSAPP_TOKEN="+token)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+
+	ctx := t.Context()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), token[10:30]) {
+			t.Error("the server's stderr shows the token")
+		}
+	}()
+
+	// The tools and their schemas.
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := map[string][]string{}
+	for _, tool := range lt.Tools {
+		for _, s := range []struct {
+			kind   string
+			schema any
+		}{{"in", tool.InputSchema}, {"out", tool.OutputSchema}} {
+			b, _ := json.Marshal(s.schema)
+			var sc struct {
+				Type       string         `json:"type"`
+				Properties map[string]any `json:"properties"`
+			}
+			if err := json.Unmarshal(b, &sc); err != nil || sc.Type != "object" {
+				t.Fatalf("%s %s schema %s", tool.Name, s.kind, b)
+			}
+			for p := range sc.Properties {
+				props[tool.Name+"."+s.kind] = append(props[tool.Name+"."+s.kind], p)
+			}
+		}
+	}
+	for key, want := range map[string][]string{
+		"send_whatsapp_message.in":  {"to", "text", "idempotency_key", "max_delay_ms", "expires_at", "delivery"},
+		"send_whatsapp_message.out": {"status", "message_id", "operation_id", "idempotency_key", "estimated_send_at", "retry_after_ms", "code", "meta_code", "retryable", "expires_at", "send_state"},
+		"get_message_status.in":     {"operation_id", "idempotency_key"},
+		"get_message_status.out":    {"status", "transitions"},
+	} {
+		for _, p := range want {
+			if !slices.Contains(props[key], p) {
+				t.Errorf("%s schema lacks %q (has %v)", key, p, props[key])
+			}
+		}
+	}
+
+	// A burst of three to one user: the pair rule lets one go now and
+	// queues the others about 6 s apart.
+	keys := []string{"burst-1", "burst-2", "burst-3"}
+	for i, key := range keys {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_whatsapp_message", Arguments: map[string]any{
+			"to": "+237 690 00 00 01", "text": "Step " + key, "idempotency_key": key, "max_delay_ms": 60000, "delivery": "async",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := structured(t, res)
+		want := "queued"
+		if i == 0 {
+			want = "accepted"
+		}
+		if res.IsError || got["status"] != want || got["idempotency_key"] != key {
+			t.Fatalf("send %d: %v, want status %s", i, got, want)
+		}
+		if want == "queued" && (got["retry_after_ms"] == nil || got["estimated_send_at"] == nil) {
+			t.Errorf("queued result lacks its estimate: %v", got)
+		}
+	}
+	if n := meta.Accepted(); n != 1 {
+		t.Errorf("%d accepted before the queue drained, want 1", n)
+	}
+
+	// Poll until every message is accepted.
+	deadline := time.Now().Add(40 * time.Second)
+	for _, key := range keys {
+		for {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_message_status", Arguments: map[string]any{"operation_id": key}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := structured(t, res)
+			if got["status"] == "accepted" {
+				break
+			}
+			if got["status"] != "queued" && got["status"] != "sending" || time.Now().After(deadline) {
+				t.Fatalf("%s: %v", key, got)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	// Each key reached Meta exactly once, never refused for the pair.
+	byKey := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			byKey[r.CallbackData]++
+		}
+	}
+	for _, key := range keys {
+		if byKey[key] != 1 {
+			t.Errorf("%s accepted %d times, want 1", key, byKey[key])
+		}
+	}
+	if n := meta.Count(131056); n != 0 {
+		t.Errorf("%d x 131056", n)
+	}
+}
