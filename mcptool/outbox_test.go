@@ -234,7 +234,6 @@ func TestQueuedThenAcceptedOnce(t *testing.T) {
 func TestRejectedNeverReachesMeta(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, mcptool.Config{SyncWait: 10 * time.Second}, outbox.WithLaneCapacity(3))
-		now := time.Now()
 		for i, k := range []string{"r1", "r2", "r3"} {
 			if got, isErr := w.send(text(k, fmt.Sprintf("Step %d", i+1), "max_delay_ms", 120_000)); isErr {
 				t.Fatalf("%s: %v", k, got)
@@ -245,7 +244,7 @@ func TestRejectedNeverReachesMeta(t *testing.T) {
 			args map[string]any
 			want map[string]any
 		}
-		now = time.Now()
+		now := time.Now()
 		rows := []row{
 			{"deadline too close for the lane", text("x-fresh", "Table for two at 8?", "max_delay_ms", 2000),
 				map[string]any{"code": "WHATSAPP_BACKPRESSURE", "meta_code": 131056.0, "retryable": true,
