@@ -36,7 +36,6 @@ type item struct {
 	reason           string
 	attempts         int
 	expiresAt        time.Time
-	nextAttemptAt    time.Time // when a queued item is due
 	transitions      []Transition
 }
 

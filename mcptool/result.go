@@ -100,8 +100,6 @@ type StatusResult struct {
 	MessageID string `json:"message_id,omitempty"`
 	// Attempts counts the requests made for the message.
 	Attempts int `json:"attempts,omitempty"`
-	// EstimatedSendAt is when a queued message is expected to go.
-	EstimatedSendAt string `json:"estimated_send_at,omitempty"`
 	// ExpiresAt is the message's freshness deadline.
 	ExpiresAt string `json:"expires_at,omitempty"`
 	// Reason says why a message failed or expired, or how an unknown

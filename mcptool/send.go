@@ -295,9 +295,6 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 		Reason:         errcodes.Sanitize(it.reason),
 		Transitions:    it.transitions,
 	}
-	if it.state == stateQueued && !it.nextAttemptAt.IsZero() {
-		res.EstimatedSendAt = stamp(it.nextAttemptAt)
-	}
 	summary := fmt.Sprintf("Status: %s.", it.state)
 	switch it.state {
 	case stateQueued:

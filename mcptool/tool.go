@@ -27,14 +27,7 @@ type outcome struct {
 // package keeps tool execution errors for business and capacity failures.
 // tweak may refine the inferred input schema (enums, bounds).
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, tweak func(*jsonschema.Schema), h func(context.Context, In) (outcome, error)) error {
-	in, err := jsonschema.For[In](nil)
-	if err != nil {
-		return fmt.Errorf("mcptool: %s input schema: %w", t.Name, err)
-	}
-	if tweak != nil {
-		tweak(in)
-	}
-	resolved, err := in.Resolve(nil)
+	in, resolved, err := inputSchema[In](tweak)
 	if err != nil {
 		return fmt.Errorf("mcptool: %s input schema: %w", t.Name, err)
 	}
@@ -64,6 +57,22 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, tweak func(*jsonschema.Sch
 		}, nil
 	})
 	return nil
+}
+
+// inputSchema infers In's schema, refines it with tweak and resolves it.
+func inputSchema[In any](tweak func(*jsonschema.Schema)) (*jsonschema.Schema, *jsonschema.Resolved, error) {
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tweak != nil {
+		tweak(in)
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, resolved, nil
 }
 
 // decodeArgs validates raw arguments against the schema and decodes them.

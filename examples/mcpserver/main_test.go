@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 )
@@ -21,6 +22,8 @@ const (
 	from  = "106540352242922"
 	token = "EAAG-stdio-test-token-never-printed-0123456789"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and
 // the test reading it.
