@@ -27,16 +27,16 @@ const (
 	// DefaultBaseURL is Meta's Graph API host.
 	DefaultBaseURL = "https://graph.facebook.com"
 	// DefaultAPIVersion is the Graph API version requests name unless
-	// WithAPIVersion says otherwise.
-	DefaultAPIVersion = "v23.0"
+	// WithAPIVersion says otherwise: the newest stable version in Meta's
+	// Graph API changelog (v26.0, July 2026). Pin a version with
+	// WithAPIVersion to upgrade on your own schedule.
+	DefaultAPIVersion = "v26.0"
 	// DefaultMaxAttempts bounds the requests made for one message: with
 	// Meta's 4^X schedule the waits between them add up to 341 s.
 	DefaultMaxAttempts = 6
-	// DefaultTimeout bounds one request when the Client builds its own
-	// *http.Client.
+	// DefaultTimeout bounds one request unless the *http.Client given to
+	// WithHTTPClient sets its own Timeout.
 	DefaultTimeout = 30 * time.Second
-	// maxBody caps what is read of a response.
-	maxBody = 1 << 20
 )
 
 // ErrInvalidOption is matched by the error New returns for a bad option.
@@ -48,8 +48,8 @@ var ErrInvalidOption = errors.New("cloudapi: invalid option")
 // tier. It is safe for concurrent use by multiple goroutines; concurrent
 // sends share the limits. It starts no goroutine.
 type Client struct {
-	token      string
-	baseURL    string // without a trailing slash
+	token      *credential // behind a pointer: printing a Client value shows an address
+	baseURL    string      // without a trailing slash
 	version    string
 	hc         *http.Client
 	clock      clock.Clock
@@ -65,12 +65,19 @@ type Client struct {
 	tpOpts     []throughput.Option
 	salt       []byte // keys the pair pseudonyms in logs
 	newKey     func() string
+	idemKeys   int
+	idemAge    time.Duration
+	idem       *idemMemory
 
 	mu      sync.Mutex                     // protects numbers
 	numbers map[string]*throughput.Limiter // by phone number ID
 }
 
-// Option configures a Client. Options are validated by New.
+// credential holds the access token.
+type credential struct{ token string }
+
+// Option configures a Client. Options are validated by New: a nil value or
+// an out-of-range number is an error matching ErrInvalidOption.
 type Option func(*Client) error
 
 var versionRE = regexp.MustCompile(`^v[0-9]{1,3}\.[0-9]{1,3}$`)
@@ -100,13 +107,17 @@ func WithAPIVersion(v string) Option {
 }
 
 // WithHTTPClient makes requests with a copy of hc; hc itself is never
-// changed. The default has a DefaultTimeout timeout.
+// changed. Every request stays bounded: if hc has no Timeout, the copy gets
+// DefaultTimeout (give hc a Timeout of your own to change it).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
 			return fmt.Errorf("%w: nil *http.Client", ErrInvalidOption)
 		}
 		cp := *hc
+		if cp.Timeout <= 0 {
+			cp.Timeout = DefaultTimeout
+		}
 		c.hc = &cp
 		return nil
 	}
@@ -144,6 +155,9 @@ func WithLogger(l *slog.Logger) Option {
 // block.
 func WithObserver(f func(Event)) Option {
 	return func(c *Client) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil observer", ErrInvalidOption)
+		}
 		c.observer = f
 		return nil
 	}
@@ -196,6 +210,9 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 // is made.
 func WithTier(t *throughput.Tier) Option {
 	return func(c *Client) error {
+		if t == nil {
+			return fmt.Errorf("%w: nil tier", ErrInvalidOption)
+		}
 		c.tier = t
 		return nil
 	}
@@ -239,6 +256,22 @@ func WithIdempotencyKeys(f func() string) Option {
 	}
 }
 
+// WithIdempotencyMemory bounds how many idempotency keys the Client
+// remembers (default DefaultIdempotencyKeys) and for how long (default
+// DefaultIdempotencyAge). A send whose key is remembered makes no request
+// and fails with ErrDuplicate. Memory stays below about keys x 1 KiB (a key
+// is at most 512 bytes). Keys are forgotten oldest first; the memory is
+// per Client and lost with it (a durable queue remembers for longer).
+func WithIdempotencyMemory(keys int, age time.Duration) Option {
+	return func(c *Client) error {
+		if keys < 1 || age <= 0 {
+			return fmt.Errorf("%w: idempotency memory needs at least 1 key and a positive age", ErrInvalidOption)
+		}
+		c.idemKeys, c.idemAge = keys, age
+		return nil
+	}
+}
+
 // New returns a Client that authenticates with token (a system user or
 // business access token). The token travels only in the Authorization
 // header and never appears in an error or a log line.
@@ -252,7 +285,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{
-		token:      token,
+		token:      &credential{token},
 		baseURL:    DefaultBaseURL,
 		version:    DefaultAPIVersion,
 		hc:         &http.Client{Timeout: DefaultTimeout},
@@ -264,8 +297,13 @@ func New(token string, opts ...Option) (*Client, error) {
 		mpsFor:     map[string]int{},
 		newKey:     randomKey,
 		numbers:    map[string]*throughput.Limiter{},
+		idemKeys:   DefaultIdempotencyKeys,
+		idemAge:    DefaultIdempotencyAge,
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
 		if err := o(c); err != nil {
 			return nil, err
 		}
@@ -276,6 +314,7 @@ func New(token string, opts ...Option) (*Client, error) {
 	if c.budget == nil {
 		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithClock(c.clock))
 	}
+	c.idem = newIdemMemory(c.idemKeys, c.idemAge)
 	c.salt = make([]byte, 16)
 	_, _ = rand.Read(c.salt)
 	return c, nil
@@ -307,9 +346,6 @@ func (c *Client) String() string {
 
 // GoString is String, for %#v.
 func (c *Client) GoString() string { return c.String() }
-
-// Pairs returns the Client's pair limiter.
-func (c *Client) Pairs() *pairlimit.Limiter { return c.pairs }
 
 func randomKey() string {
 	b := make([]byte, 16)

@@ -3,20 +3,30 @@ package cloudapi
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wapace/wapace/errcodes"
 )
 
-// SendState is where a message stands.
+// SendState is where a message stands. Every error from Send and SendBurst
+// maps to exactly one state with [StateOf].
 type SendState string
 
 // The states of a message.
 const (
-	// StateNotSubmitted: nothing reached Meta, or Meta refused every
-	// attempt: the message was not sent. It is safe to send it again.
+	// StateNotSubmitted: nothing reached Meta (invalid input, the context
+	// ended before a byte of the request was written, the connection could
+	// not be made). It is safe to send the message again.
 	StateNotSubmitted SendState = "not_submitted"
-	// StateQueued: admitted, waiting on the clock for its slot.
+	// StateRefused: a limit refused the message, either before it was sent
+	// (a [*BackpressureError]: the wait would pass its deadline) or at Meta
+	// (131056, 130429, ... on every attempt). It was not sent; it is safe to
+	// send it again after the limit's wait.
+	StateRefused SendState = "refused"
+	// StateQueued: the message is stored in a queue and not attempted yet.
+	// cloudapi itself never reports it; queues built on cloudapi (the
+	// outbox) do.
 	StateQueued SendState = "queued"
 	// StateAccepted: Meta accepted the request (accepted is not delivered:
 	// delivery is reported by status webhooks).
@@ -25,112 +35,138 @@ const (
 	// answer proves whether it was accepted. Do not resend: reconcile with
 	// the idempotency key in status webhooks.
 	StateSubmittedUnknown SendState = "submitted_unknown"
-	// StateFailed: Meta answered with an error that waiting will not fix
-	// within the message's freshness (a request error, 131049, ...).
+	// StateFailed: Meta refused the message for a reason waiting will not
+	// fix (a request error, 131049, ...). Do not resend it as it is.
 	StateFailed SendState = "failed"
 )
 
 // ErrSubmittedUnknown is matched by the error of a send whose outcome is
-// unknown (a transport failure after the request may have been written, a
-// timeout, a 5xx, or codes 1, 2, 131000, 131016). Such a message is never
+// unknown: a *SendError in StateSubmittedUnknown. Such a message is never
 // resent automatically.
 var ErrSubmittedUnknown = errors.New("cloudapi: submitted, outcome unknown")
 
-// ErrBackpressure is matched by every *BackpressureError.
-var ErrBackpressure = errors.New("cloudapi: backpressure")
-
-// Limit names the admission check that was full.
-type Limit string
-
-// The admission checks of a send.
-const (
-	LimitPair   Limit = "pair"         // pairlimit: the recipient's pair is in debt or held
-	LimitNumber Limit = "phone_number" // throughput: the business number's rate or hold
-	LimitBudget Limit = "api_budget"   // the app/WABA call budget is held
-	LimitTier   Limit = "tier"         // the portfolio's messaging tier is full
-)
+// ErrDuplicate is matched by the error of a send whose idempotency key the
+// Client has already sent (accepted, failed, refused by Meta or with an
+// unknown outcome): no request is made. The error is a *SendError with
+// Duplicate set, describing the first send; for an accepted first send,
+// Send also returns the first send's *Result.
+var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 
 // BackpressureError reports that a message could not be sent before its
-// freshness deadline (or the context's deadline) because a limit was full.
-// Every reservation was given back and nothing was sent.
+// freshness deadline (or the context's deadline) because a limit would make
+// it wait too long. Every reservation was given back and nothing was sent:
+// the message is in StateRefused.
 //
 //	var bp *cloudapi.BackpressureError
-//	if errors.As(err, &bp) { retryLater(bp.RetryAfter) }
+//	if errors.As(err, &bp) { retryIn(bp.Wait) }
+//
+// Its RetryAfter method makes backoff.Retry wait Wait before trying again.
 type BackpressureError struct {
-	// Limit is the admission check that was full.
-	Limit Limit
-	// Scope is what the limit applies to, in errcodes' terms.
-	Scope errcodes.Scope
+	// Limit is the limit that was full: errcodes.HoldPair (the pair rate
+	// limit), HoldPhoneNumber (the number's throughput, or its maintenance
+	// hold), HoldApp or HoldWABA (the call budget) or HoldTier (the
+	// messaging tier).
+	Limit errcodes.Hold
 	// Code is the Meta error code the limit stands for (131056 for the pair,
 	// 130429 for the number, 131057 while it is in maintenance, 4 or 80007
 	// for the budget). Zero for the tier, which has no documented code.
 	Code errcodes.Code
-	// RetryAfter is how long until the limit would admit the message.
-	RetryAfter time.Duration
+	// Wait is how long until the limit would admit the message.
+	Wait time.Duration
 	// ExpiresAt is the deadline that could not be met.
 	ExpiresAt time.Time
-	// SendState is StateNotSubmitted: nothing was sent.
-	SendState SendState
-	// IdempotencyKey is the message's key.
+	// IdempotencyKey is the message's key (the first bubble's in a burst).
 	IdempotencyKey string
 }
 
 // Error describes the limit and the wait.
 func (e *BackpressureError) Error() string {
-	s := "cloudapi: backpressure: " + string(e.Limit) + " limit would delay the message by " + e.RetryAfter.String() + ", past its deadline"
+	s := "cloudapi: backpressure: " + e.Limit.String() + " limit would delay the message by " + e.Wait.String() + ", past its deadline"
 	if e.Code != 0 {
 		s += " (stands for " + strconv.Itoa(int(e.Code)) + ")"
 	}
 	return s
 }
 
-// Is reports whether target is ErrBackpressure.
-func (e *BackpressureError) Is(target error) bool { return target == ErrBackpressure }
+// RetryAfter returns Wait, so that backoff.Retry waits that long.
+func (e *BackpressureError) RetryAfter() time.Duration { return e.Wait }
 
 // Unwrap returns the code the limit stands for, so that
 // errors.Is(err, errcodes.PairRateLimit) holds for a pair backpressure. It
 // returns nil for the tier.
 func (e *BackpressureError) Unwrap() error {
-	if e.Limit == LimitTier {
+	if e.Code == 0 {
 		return nil
 	}
 	return e.Code
 }
 
-// SendError reports a message that was not accepted, or whose outcome is
-// unknown. It wraps the cause: an *errcodes.Error for Meta's answers
-// (matchable with errors.Is against the errcodes constants), or the
-// transport's error.
+// SendError reports a message that was not accepted: refused by Meta on
+// every attempt, failed for good, not submitted (the context ended, the
+// connection could not be made), or with an unknown outcome. It wraps the
+// cause: an *errcodes.Error for Meta's answers (matchable with errors.Is
+// against the errcodes constants), or the transport's or context's error.
 type SendError struct {
-	// State is StateFailed, StateNotSubmitted or StateSubmittedUnknown.
+	// State is StateNotSubmitted, StateRefused, StateFailed or
+	// StateSubmittedUnknown (or, for a duplicate, the first send's state).
 	State SendState
 	// IdempotencyKey is the message's key (also sent as
 	// biz_opaque_callback_data when the request went out).
 	IdempotencyKey string
-	// Attempts is the number of requests made.
+	// Attempts is the number of requests made for the message.
 	Attempts int
-	// Err is the cause.
+	// Duplicate reports whether this send made no request because the
+	// key was already sent; State, Attempts and Err describe that first
+	// send. Such an error matches ErrDuplicate.
+	Duplicate bool
+	// Err is the cause; nil only for a duplicate of an accepted message.
 	Err error
 }
 
 // Error describes the state and the cause.
 func (e *SendError) Error() string {
-	return "cloudapi: send " + string(e.State) + " after " + strconv.Itoa(e.Attempts) + " attempts: " + e.Err.Error()
+	var b strings.Builder
+	b.WriteString("cloudapi: ")
+	if e.Duplicate {
+		b.WriteString("duplicate of a message already ")
+		b.WriteString(string(e.State))
+	} else {
+		b.WriteString("message ")
+		b.WriteString(string(e.State))
+		b.WriteString(" after ")
+		b.WriteString(strconv.Itoa(e.Attempts))
+		b.WriteString(" attempt")
+		if e.Attempts != 1 {
+			b.WriteString("s")
+		}
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "cloudapi: "))
+	}
+	return b.String()
 }
 
 // Unwrap returns the cause.
 func (e *SendError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrSubmittedUnknown and the outcome is
-// unknown.
+// unknown, or ErrDuplicate and the send was a duplicate.
 func (e *SendError) Is(target error) bool {
-	return target == ErrSubmittedUnknown && e.State == StateSubmittedUnknown
+	switch target {
+	case ErrSubmittedUnknown:
+		return e.State == StateSubmittedUnknown
+	case ErrDuplicate:
+		return e.Duplicate
+	}
+	return false
 }
 
-// StateOf returns the state an error from Send leaves the message in:
-// StateAccepted for nil, the state a *SendError or *BackpressureError
-// carries, and StateNotSubmitted otherwise (invalid input, context ended
-// before sending).
+// StateOf returns the state an error from Send or SendBurst leaves the
+// message in: StateAccepted for nil, the State of a *SendError (for a
+// duplicate: the first send's), StateRefused for a *BackpressureError, and
+// StateNotSubmitted otherwise (invalid input, a burst cap, a context that
+// ended before anything was reserved).
 func StateOf(err error) SendState {
 	if err == nil {
 		return StateAccepted
@@ -141,7 +177,7 @@ func StateOf(err error) SendState {
 	}
 	var bp *BackpressureError
 	if errors.As(err, &bp) {
-		return bp.SendState
+		return StateRefused
 	}
 	return StateNotSubmitted
 }

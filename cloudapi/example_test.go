@@ -42,7 +42,7 @@ func Example() {
 	_, err = client.Send(ctx, from, otp)
 	var bp *cloudapi.BackpressureError
 	if errors.As(err, &bp) {
-		fmt.Println(bp.Limit, int(bp.Code), bp.RetryAfter.Round(time.Second), bp.SendState)
+		fmt.Println(bp.Limit, int(bp.Code), bp.Wait.Round(time.Second), cloudapi.StateOf(err))
 	}
 
 	// The connection drops after Meta read the request: never resent.
@@ -52,6 +52,6 @@ func Example() {
 	// Output:
 	// wamid.TEST1 237690000001 <nil>
 	// failed true
-	// pair 131056 18s not_submitted
+	// pair 131056 18s refused
 	// true 6
 }

@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -10,14 +11,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/internal/phone"
 )
 
-// ErrInvalidMessage is matched by every *ValidationError.
-var ErrInvalidMessage = errors.New("cloudapi: invalid message")
-
 // ValidationError reports a message that cannot be sent as it is. Nothing
-// was reserved or sent. Its text never repeats the recipient.
+// was reserved or sent: the message is in StateNotSubmitted. Its text never
+// repeats the recipient.
 type ValidationError struct {
 	// Field names the offending part, such as "text.body" or "to".
 	Field string
@@ -29,9 +28,6 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	return "cloudapi: invalid message: " + e.Field + ": " + e.Reason
 }
-
-// Is reports whether target is ErrInvalidMessage.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalidMessage }
 
 func invalid(field, reason string) error { return &ValidationError{Field: field, Reason: reason} }
 
@@ -93,7 +89,7 @@ type Message struct {
 	// tier. Leave it false when unsure: the tier then errs on the safe side.
 	InServiceWindow bool
 
-	to      string // as given
+	to      string // as given; parsed by check
 	kind    Kind
 	payload any    // the kind's JSON object
 	err     error  // a constructor's validation error, reported by Send
@@ -107,35 +103,59 @@ func (m Message) To() string { return m.to }
 func (m Message) Kind() Kind { return m.kind }
 
 // Validate reports whether the message can be sent: a *ValidationError if
-// not. Send validates before anything is reserved or sent.
+// not. It checks everything that could fail later, the request's encoding
+// included, so that Send fails before anything is reserved or sent.
 func (m Message) Validate() error {
+	to, err := m.check()
+	if err != nil {
+		return err
+	}
+	_, err = m.encode(to, "k")
+	return err
+}
+
+// check validates m and parses its recipient once: the zero Recipient for
+// MarkRead, which has none.
+func (m Message) check() (phone.Recipient, error) {
+	var to phone.Recipient
 	if m.kind == "" {
-		return invalid("type", "empty message; build it with a constructor")
+		return to, invalid("type", "empty message; build it with a constructor")
 	}
 	if m.err != nil {
-		return m.err
+		return to, m.err
 	}
 	if m.kind != KindRead {
-		if _, err := pairlimit.NormalizeRecipient(m.to); err != nil {
-			var ne *pairlimit.NumberError
-			if errors.As(err, &ne) {
-				return invalid("to", ne.Reason)
+		r, err := phone.ParseTo(m.to)
+		if err != nil {
+			var pe *phone.Error
+			if errors.As(err, &pe) {
+				return to, invalid("to", pe.Reason)
 			}
-			return invalid("to", "not a phone number")
+			return to, invalid("to", "not a phone number or a business-scoped user ID")
 		}
+		to = r
 	}
-	if len(m.IdempotencyKey) > 512 {
-		return invalid("idempotency_key", "longer than 512 bytes")
-	}
-	if m.ReplyTo != "" && !utf8.ValidString(m.ReplyTo) {
-		return invalid("context.message_id", "not valid UTF-8")
+	switch {
+	case len(m.IdempotencyKey) > 512:
+		return to, invalid("idempotency_key", "longer than 512 bytes")
+	case !utf8.ValidString(m.IdempotencyKey):
+		// It travels as biz_opaque_callback_data: JSON would replace the bad
+		// bytes, and status webhooks would never match the key.
+		return to, invalid("idempotency_key", "not valid UTF-8")
+	case m.ReplyTo != "" && !utf8.ValidString(m.ReplyTo):
+		return to, invalid("context.message_id", "not valid UTF-8")
 	}
 	switch m.Category {
 	case "", CategoryMarketing, CategoryUtility, CategoryAuthentication:
 	default:
-		return invalid("category", "unknown template category")
+		return to, invalid("category", "unknown template category")
 	}
-	return nil
+	if to.IsBSUID() && m.kind == KindTemplate && m.Category == CategoryAuthentication {
+		// Meta, "Business-scoped user IDs": authentication templates cannot
+		// be sent to a BSUID (error 131062); send them to a phone number.
+		return to, invalid("to", "authentication templates cannot be sent to a business-scoped user ID (Meta refuses them with 131062)")
+	}
+	return to, nil
 }
 
 // expiry returns the message's freshness deadline for a send started at
@@ -156,25 +176,40 @@ func (m Message) countsTowardTier() bool {
 	return m.kind == KindTemplate && !m.InServiceWindow
 }
 
-// body returns the request's JSON body for recipient digits to.
-func (m Message) body(to, callbackData string) ([]byte, error) {
+// encode returns the request's JSON body for recipient to, with
+// callbackData as biz_opaque_callback_data. A phone number goes in "to", a
+// business-scoped user ID in "recipient" (Meta, "Business-scoped user IDs").
+func (m Message) encode(to phone.Recipient, callbackData string) ([]byte, error) {
+	var (
+		b   []byte
+		err error
+	)
 	if m.kind == KindRead {
-		return json.Marshal(m.payload)
+		b, err = json.Marshal(m.payload)
+	} else {
+		req := map[string]any{
+			"messaging_product": "whatsapp",
+			"recipient_type":    "individual",
+			"type":              string(m.kind),
+			string(m.kind):      m.payload,
+		}
+		if to.IsBSUID() {
+			req["recipient"] = to.String()
+		} else {
+			req["to"] = to.String()
+		}
+		if m.ReplyTo != "" {
+			req["context"] = map[string]string{"message_id": m.ReplyTo}
+		}
+		if callbackData != "" && m.kind != KindReaction {
+			req["biz_opaque_callback_data"] = callbackData
+		}
+		b, err = json.Marshal(req)
 	}
-	req := map[string]any{
-		"messaging_product": "whatsapp",
-		"recipient_type":    "individual",
-		"to":                to,
-		"type":              string(m.kind),
-		string(m.kind):      m.payload,
+	if err != nil {
+		return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if m.ReplyTo != "" {
-		req["context"] = map[string]string{"message_id": m.ReplyTo}
-	}
-	if callbackData != "" && m.kind != KindReaction {
-		req["biz_opaque_callback_data"] = callbackData
-	}
-	return json.Marshal(req)
+	return b, nil
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
@@ -225,10 +260,13 @@ type Component struct {
 }
 
 // Parameter is one template parameter. Build it with TextParam,
-// CurrencyParam, ImageParam, ... or fill it for other types.
+// CurrencyParam, ImageParam, ... or fill it. Validate rejects the types
+// this package cannot express (a flow button's "action", a "location"
+// header, a "limited_time_offer") rather than send them empty.
 type Parameter struct {
 	// Type is the parameter's type: "text", "currency", "date_time",
-	// "image", "document", "video" or "payload".
+	// "image", "document", "video", "payload" (quick-reply buttons) or
+	// "coupon_code" (copy-code buttons).
 	Type string `json:"type"`
 	// Text is a text parameter's value.
 	Text string `json:"text,omitempty"`
@@ -236,13 +274,16 @@ type Parameter struct {
 	ParameterName string `json:"parameter_name,omitempty"`
 	// Payload is a quick-reply button's payload.
 	Payload string `json:"payload,omitempty"`
+	// CouponCode is a copy-code button's code, at most 15 characters.
+	CouponCode string `json:"coupon_code,omitempty"`
 	// Image, Document and Video are media header parameters.
 	Image    *Media `json:"image,omitempty"`
 	Document *Media `json:"document,omitempty"`
 	Video    *Media `json:"video,omitempty"`
 	// Currency is a currency parameter.
 	Currency *Currency `json:"currency,omitempty"`
-	// DateTime is a date_time parameter's object, passed through as is.
+	// DateTime is a date_time parameter's object, passed through as is
+	// once Validate found it a JSON object with a fallback_value string.
 	DateTime json.RawMessage `json:"date_time,omitempty"`
 }
 
@@ -290,6 +331,12 @@ func URLButton(index int, suffix string) Component {
 	return Component{Type: "button", SubType: "url", Index: &index, Parameters: []Parameter{TextParam(suffix)}}
 }
 
+// CopyCodeButton sets the code of the copy-code button at index (at most
+// 15 characters).
+func CopyCodeButton(index int, code string) Component {
+	return Component{Type: "button", SubType: "copy_code", Index: &index, Parameters: []Parameter{{Type: "coupon_code", CouponCode: code}}}
+}
+
 // QuickReplyButton sets the payload of the quick-reply button at index.
 func QuickReplyButton(index int, payload string) Component {
 	return Component{Type: "button", SubType: "quick_reply", Index: &index, Parameters: []Parameter{{Type: "payload", Payload: payload}}}
@@ -327,6 +374,17 @@ func AuthenticationTemplate(to, name, lang, code string) Message {
 	return m
 }
 
+// Template parameter limits, from Meta's "Send message templates" page:
+// header text parameters hold at most 60 characters; body parameters 1,024
+// when the template has other components and 32,768 in a body-only
+// template; named parameters are lowercase letters, digits and underscores.
+const (
+	maxHeaderParam   = 60
+	maxBodyParam     = 1024
+	maxBodyOnlyParam = 32768
+	maxCouponCode    = 15
+)
+
 func validateTemplate(name, lang string, components []Component) error {
 	if name == "" || len(name) > 512 {
 		return invalid("template.name", "must hold 1 to 512 characters")
@@ -339,37 +397,138 @@ func validateTemplate(name, lang string, components []Component) error {
 	if lang == "" || len(lang) > 16 {
 		return invalid("template.language.code", "must hold 1 to 16 characters")
 	}
+	bodyOnly := len(components) == 1 && components[0].Type == "body"
 	for i, c := range components {
 		field := "template.components[" + strconv.Itoa(i) + "]"
+		maxText := 32768
 		switch c.Type {
-		case "header", "body", "footer":
+		case "header":
+			maxText = maxHeaderParam
+		case "body":
+			maxText = maxBodyParam
+			if bodyOnly {
+				maxText = maxBodyOnlyParam
+			}
+		case "footer":
 		case "button":
 			if c.Index == nil || *c.Index < 0 || *c.Index > 9 {
 				return invalid(field+".index", "a button component needs an index from 0 to 9")
 			}
+			switch c.SubType {
+			case "url", "quick_reply", "copy_code":
+			case "":
+				return invalid(field+".sub_type", "a button component needs a sub_type")
+			default:
+				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code)")
+			}
 		default:
-			return invalid(field+".type", "must be header, body, footer or button")
+			return invalid(field+".type", "must be header, body, footer or button (carousel and limited_time_offer components are not supported)")
 		}
-		for j, p := range c.Parameters {
-			pf := field + ".parameters[" + strconv.Itoa(j) + "]"
-			if p.Type == "" {
-				return invalid(pf+".type", "empty")
-			}
-			if p.Type == "text" {
-				if err := checkText(pf+".text", p.Text, true, 32768); err != nil {
-					return err
-				}
-			}
-			for _, m := range []*Media{p.Image, p.Document, p.Video} {
-				if m != nil {
-					if err := m.validate(pf); err != nil {
-						return err
-					}
-				}
-			}
+		if err := validateParams(field, c, maxText); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func validateParams(field string, c Component, maxText int) error {
+	named := 0
+	names := map[string]bool{}
+	for j, p := range c.Parameters {
+		pf := field + ".parameters[" + strconv.Itoa(j) + "]"
+		if p.ParameterName != "" {
+			named++
+			if !isParamName(p.ParameterName) {
+				return invalid(pf+".parameter_name", "only lowercase letters, digits and underscores")
+			}
+			if names[p.ParameterName] {
+				return invalid(pf+".parameter_name", "duplicate parameter name")
+			}
+			names[p.ParameterName] = true
+		}
+		set := 0
+		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil} {
+			if ok {
+				set++
+			}
+		}
+		var err error
+		switch p.Type {
+		case "text":
+			err = checkText(pf+".text", p.Text, true, maxText)
+		case "payload":
+			err = checkText(pf+".payload", p.Payload, true, 1000)
+		case "coupon_code":
+			err = checkText(pf+".coupon_code", p.CouponCode, true, maxCouponCode)
+		case "image", "document", "video":
+			m := map[string]*Media{"image": p.Image, "document": p.Document, "video": p.Video}[p.Type]
+			if m == nil {
+				return invalid(pf+"."+p.Type, "missing")
+			}
+			err = m.validate(pf + "." + p.Type)
+		case "currency":
+			err = validateCurrency(pf+".currency", p.Currency)
+		case "date_time":
+			err = validateDateTime(pf+".date_time", p.DateTime)
+		case "":
+			return invalid(pf+".type", "empty")
+		default:
+			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions, locations and limited-time offers cannot be expressed)")
+		}
+		if err != nil {
+			return err
+		}
+		if set != 1 {
+			return invalid(pf, "set exactly the field of its type "+strconv.Quote(p.Type))
+		}
+	}
+	if named != 0 && named != len(c.Parameters) {
+		return invalid(field+".parameters", "mixes named and positional parameters")
+	}
+	return nil
+}
+
+func isParamName(s string) bool {
+	if len(s) > 512 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func validateCurrency(field string, c *Currency) error {
+	if c == nil {
+		return invalid(field, "missing")
+	}
+	if err := checkText(field+".fallback_value", c.FallbackValue, true, 1024); err != nil {
+		return err
+	}
+	if len(c.Code) != 3 || strings.ToUpper(c.Code) != c.Code || strings.ContainsFunc(c.Code, func(r rune) bool { return r < 'A' || r > 'Z' }) {
+		return invalid(field+".code", "must be an ISO 4217 code such as USD")
+	}
+	return nil
+}
+
+// validateDateTime checks a date_time object: JSON, an object, with a
+// non-empty fallback_value string (Meta's required member).
+func validateDateTime(field string, raw json.RawMessage) error {
+	if raw == nil {
+		return invalid(field, "missing")
+	}
+	var obj map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
+		return invalid(field, "must be a JSON object")
+	}
+	var fb string
+	if json.Unmarshal(obj["fallback_value"], &fb) != nil || strings.TrimSpace(fb) == "" {
+		return invalid(field+".fallback_value", "required string")
+	}
+	return checkText(field+".fallback_value", fb, true, 1024)
 }
 
 // Media names a media object by the ID of an uploaded asset or by a public
@@ -463,7 +622,8 @@ type replyButton struct {
 }
 
 // Buttons is an interactive message with 1 to 3 reply buttons and a body
-// of 1 to 1,024 characters. Button IDs must be distinct.
+// of 1 to 1,024 characters. Button IDs must be distinct, and so must their
+// titles.
 func Buttons(to, body string, buttons ...Button) Message {
 	p := interactivePayload{Type: "button"}
 	p.Body.Text = body
@@ -485,7 +645,7 @@ func validateButtons(body string, buttons []Button) error {
 	if len(buttons) < 1 || len(buttons) > 3 {
 		return invalid("interactive.action.buttons", strconv.Itoa(len(buttons))+" buttons, want 1 to 3")
 	}
-	seen := map[string]bool{}
+	ids, titles := map[string]bool{}, map[string]bool{}
 	for i, b := range buttons {
 		f := "interactive.action.buttons[" + strconv.Itoa(i) + "]"
 		if err := checkText(f+".reply.id", b.ID, true, 256); err != nil {
@@ -494,10 +654,13 @@ func validateButtons(body string, buttons []Button) error {
 		if err := checkText(f+".reply.title", b.Title, true, 20); err != nil {
 			return err
 		}
-		if seen[b.ID] {
+		if ids[b.ID] {
 			return invalid(f+".reply.id", "duplicate button id")
 		}
-		seen[b.ID] = true
+		if titles[b.Title] {
+			return invalid(f+".reply.title", "duplicate button title")
+		}
+		ids[b.ID], titles[b.Title] = true, true
 	}
 	return nil
 }

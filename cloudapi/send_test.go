@@ -290,12 +290,12 @@ func TestExpiredMessageIsRejectedWithoutRequest(t *testing.T) {
 		if !errors.As(err, &bp) {
 			t.Fatalf("Send = %v, want a BackpressureError", err)
 		}
-		want := cloudapi.BackpressureError{Limit: cloudapi.LimitPair, Scope: errcodes.ScopePair, Code: errcodes.PairRateLimit,
-			RetryAfter: 12*time.Second + pairlimit.DefaultMargin, ExpiresAt: otp.ExpiresAt, SendState: cloudapi.StateNotSubmitted, IdempotencyKey: bp.IdempotencyKey}
+		want := cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit,
+			Wait: 12*time.Second + pairlimit.DefaultMargin, ExpiresAt: otp.ExpiresAt, IdempotencyKey: bp.IdempotencyKey}
 		if diff := cmp.Diff(want, *bp); diff != "" {
 			t.Errorf("BackpressureError (-want +got):\n%s", diff)
 		}
-		if !errors.Is(err, errcodes.PairRateLimit) || !errors.Is(err, cloudapi.ErrBackpressure) || time.Since(before) != 0 {
+		if !errors.Is(err, errcodes.PairRateLimit) || cloudapi.StateOf(err) != cloudapi.StateRefused || bp.RetryAfter() != bp.Wait || time.Since(before) != 0 {
 			t.Errorf("err %v after %v", err, time.Since(before))
 		}
 		if n := len(h.srv.Requests()); n != 2 {
@@ -316,7 +316,7 @@ func TestContextDeadlineIsBackpressure(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		_, err := h.c.Send(ctx, number, cloudapi.Text(alice, "2"))
-		if !errors.Is(err, cloudapi.ErrBackpressure) {
+		if bp := (*cloudapi.BackpressureError)(nil); !errors.As(err, &bp) {
 			t.Fatalf("Send = %v", err)
 		}
 		// Cancelled while waiting: not submitted, reservation given back.
@@ -339,7 +339,7 @@ func TestMaxAttempts(t *testing.T) {
 			h.srv.FailNext(errcodes.PairRateLimit)
 		}
 		_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
-		if !errors.Is(err, backoff.ErrMaxAttempts) || !errors.Is(err, errcodes.PairRateLimit) || cloudapi.StateOf(err) != cloudapi.StateNotSubmitted {
+		if !errors.Is(err, backoff.ErrMaxAttempts) || !errors.Is(err, errcodes.PairRateLimit) || cloudapi.StateOf(err) != cloudapi.StateRefused {
 			t.Fatalf("Send = %v", err)
 		}
 		if n := len(h.srv.Requests()); n != 3 {
@@ -373,7 +373,7 @@ func TestTier(t *testing.T) {
 		m.ExpiresAt = time.Now().Add(time.Hour)
 		_, err := h.c.Send(t.Context(), number, m)
 		var bp *cloudapi.BackpressureError
-		if !errors.As(err, &bp) || bp.Limit != cloudapi.LimitTier || bp.RetryAfter != 24*time.Hour || errors.Is(err, errcodes.AuthException) {
+		if !errors.As(err, &bp) || bp.Limit != errcodes.HoldTier || bp.Wait != 24*time.Hour || errors.Is(err, errcodes.AuthException) {
 			t.Fatalf("Send = %v", err)
 		}
 		// Inside the service window a template does not count.
@@ -403,7 +403,8 @@ func TestMarkRead(t *testing.T) {
 
 func TestValidationSpendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, nil)
+		pairs := pairlimit.New(pairlimit.Meta)
+		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairs))
 		long := strings.Repeat("x", 4097)
 		bad := []struct {
 			name  string
@@ -430,17 +431,17 @@ func TestValidationSpendsNothing(t *testing.T) {
 		for _, tt := range bad {
 			_, err := h.c.Send(t.Context(), number, tt.m)
 			var ve *cloudapi.ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, cloudapi.ErrInvalidMessage) || ve.Field != tt.field {
+			if !errors.As(err, &ve) || cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || ve.Field != tt.field {
 				t.Errorf("%s: Send = %v, want a ValidationError on %q", tt.name, err, tt.field)
 			}
 			if strings.Contains(fmt.Sprint(err), "690000") {
 				t.Errorf("%s: error repeats the recipient: %v", tt.name, err)
 			}
 		}
-		if _, err := h.c.Send(t.Context(), "not-digits", cloudapi.Text(alice, "x")); !errors.Is(err, cloudapi.ErrInvalidMessage) {
+		if _, err := h.c.Send(t.Context(), "not-digits", cloudapi.Text(alice, "x")); !errors.As(err, new(*cloudapi.ValidationError)) {
 			t.Errorf("bad from: %v", err)
 		}
-		if _, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(alice, "x"), cloudapi.Text(bob, "y")); !errors.Is(err, cloudapi.ErrInvalidMessage) {
+		if _, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(alice, "x"), cloudapi.Text(bob, "y")); !errors.As(err, new(*cloudapi.ValidationError)) {
 			t.Errorf("mixed recipients: %v", err)
 		}
 		msgs := make([]cloudapi.Message, 46)
@@ -450,8 +451,8 @@ func TestValidationSpendsNothing(t *testing.T) {
 		if _, err := h.c.SendBurst(t.Context(), number, msgs...); !errors.Is(err, pairlimit.ErrBurstTooLarge) {
 			t.Errorf("46 bubbles: %v", err)
 		}
-		if len(h.srv.Requests()) != 0 || h.c.Pairs().Len() != 0 {
-			t.Errorf("invalid input spent something: %d requests, %d pairs", len(h.srv.Requests()), h.c.Pairs().Len())
+		if len(h.srv.Requests()) != 0 || pairs.Len() != 0 {
+			t.Errorf("invalid input spent something: %d requests, %d pairs", len(h.srv.Requests()), pairs.Len())
 		}
 		// Every valid constructor goes through.
 		good := []cloudapi.Message{
@@ -500,7 +501,7 @@ func TestLogsEveryAttemptWithoutSecrets(t *testing.T) {
 			t.Error("logs contain the full recipient")
 		}
 		evs := h.events()
-		if len(evs) != 2 || evs[0].State != cloudapi.StateQueued || evs[0].Code != errcodes.PairRateLimit || evs[1].State != cloudapi.StateAccepted || evs[0].Pair != evs[1].Pair {
+		if len(evs) != 2 || evs[0].State != cloudapi.StateRefused || evs[0].Code != errcodes.PairRateLimit || evs[1].State != cloudapi.StateAccepted || evs[0].Pair != evs[1].Pair {
 			t.Errorf("events %+v", evs)
 		}
 	})

@@ -20,18 +20,20 @@ const (
 	// (131056).
 	ScopePair
 	// ScopeRecipient: this WhatsApp user cannot be reached for now, from any
-	// of the business's numbers (131049, 131050, 131026, 131047).
+	// of the business's numbers (131049, 131050, 131026, 131047, 130403,
+	// 130497 for recipients in certain countries).
 	ScopeRecipient
 	// ScopePhoneNumber: this business phone number must wait (130429,
-	// 131057, 2494100, registration errors).
+	// 131048, 131057, 2494100, registration errors).
 	ScopePhoneNumber
-	// ScopeApp: every call this app makes must slow down (4).
+	// ScopeApp: every call this app makes must slow down (4, 613).
 	ScopeApp
 	// ScopeWABA: every call against this WhatsApp Business Account must slow
-	// down (80007, 80008).
+	// down (80007, 80008), or the condition holds for the whole account
+	// (131063).
 	ScopeWABA
 	// ScopeBusiness: the whole account or business portfolio is affected
-	// (368, 131031, 131042, 131048, 131064).
+	// (368, 131031, 131042, 131064, 134011).
 	ScopeBusiness
 	// ScopeAuth: the access token or its permissions are wrong; nothing will
 	// succeed until a person fixes them (0, 3, 10, 190, 200 to 299).
@@ -63,38 +65,121 @@ func (s Scope) String() string {
 	return "scope(" + strconv.Itoa(int(s)) + ")"
 }
 
+// Hold names the sending limit that a refusal with a code holds: what a
+// sender must stop admitting until the condition clears. It is narrower than
+// [Scope]: Scope says what is affected; Hold says which of the sender's
+// limiters must pause. Codes that hold nothing that waiting lifts (a wrong
+// request, a token problem, a user who opted out) have HoldNone.
+type Hold int
+
+const (
+	// HoldNone: the refusal holds no limiter. Either nothing must wait, or
+	// waiting cannot help.
+	HoldNone Hold = iota
+	// HoldPair: only this business number and recipient pair waits (131056).
+	HoldPair
+	// HoldPhoneNumber: this business phone number waits, for every recipient
+	// (130429 throughput, 131048 spam rate limit, 131057 and 2494100
+	// maintenance).
+	HoldPhoneNumber
+	// HoldApp: the app's call budget waits (4, 613).
+	HoldApp
+	// HoldWABA: the WhatsApp Business Account's call budget waits (80007,
+	// 80008).
+	HoldWABA
+	// HoldTier: the portfolio's messaging limit (the tier of unique
+	// recipients per 24 h) waits (131064, the messaging limit imposed after
+	// template-classification violations).
+	HoldTier
+	// HoldRecipient: this WhatsApp user waits, from every business number
+	// (131049, at least 24 h).
+	HoldRecipient
+)
+
+var holdNames = [...]string{
+	HoldNone:        "none",
+	HoldPair:        "pair",
+	HoldPhoneNumber: "phone_number",
+	HoldApp:         "app",
+	HoldWABA:        "waba",
+	HoldTier:        "tier",
+	HoldRecipient:   "recipient",
+}
+
+// String returns the hold's name in snake case, such as "phone_number".
+func (h Hold) String() string {
+	if h >= 0 && int(h) < len(holdNames) {
+		return holdNames[h]
+	}
+	return "hold(" + strconv.Itoa(int(h)) + ")"
+}
+
 // Class is what wapace knows about one error code: Meta's title and group,
-// what the error affects, and whether waiting can help.
+// what the error affects, which limit it holds, whether waiting can help, and
+// whether an answer carrying it proves that nothing was sent.
+//
+// Class is the single table from code to action: a sender decides whether to
+// retry (Retryable), what to pause (Hold) and for how long at least (Wait),
+// and whether the message may exist (OutcomeUnknown, [Class.NotSent]) from it
+// alone.
 type Class struct {
 	// Code is the classified code.
 	Code Code
 	// Title is Meta's title for the code (informational: decide on Code).
 	Title string
 	// Known reports whether the code is in wapace's table. Unknown codes get
-	// a conservative class: not retryable, scope unknown.
+	// a conservative class: not retryable, scope unknown, nothing held.
 	Known bool
 	// Throttling reports whether Meta files the code under "Throttling
-	// errors" (4, 80007, 130429, 131048, 131056, 131064, 133016).
+	// errors" (4, 80007, 130429, 131048, 131056, 131064, 133016), or, for 613,
+	// under the Graph API's throttling codes.
 	Throttling bool
 	// Scope says what else must wait.
 	Scope Scope
+	// Hold says which sending limit a refusal with this code holds.
+	Hold Hold
 	// Retryable reports whether sending the same request again later can
-	// succeed. It says nothing about how soon: see Wait and Scope.
+	// succeed. It says nothing about how soon: see Wait and Hold.
 	Retryable bool
 	// OutcomeUnknown reports whether, for a send, the error does not prove
-	// that Meta refused the message: it may have been accepted all the same.
-	// Such a send must be reconciled (status webhooks), never resent blindly.
+	// that Meta refused the message: it may have been accepted all the same
+	// (1, 2, 131000, 131016: Meta's remedy is "try again", but the message
+	// may exist). Such a send must be reconciled through status webhooks
+	// (the message's biz_opaque_callback_data comes back on its statuses),
+	// never resent blindly.
 	OutcomeUnknown bool
+	// RefusedOn5xx reports whether an answer with this code proves that
+	// nothing was sent even when it comes with a 5xx HTTP status, which
+	// otherwise means the server may have acted. Only 2494100 (maintenance
+	// mode, which Meta documents with HTTP 503) has it. See [Class.NotSent].
+	RefusedOn5xx bool
 	// Wait is the minimum wait Meta's documentation implies before the
 	// condition can clear, or zero where Meta gives no figure: 24 h for 131049
-	// (retrying sooner extends the block), about a minute for 131057 and
-	// 2494100 (maintenance during a throughput upgrade).
+	// (retrying sooner extends the block), about a minute for 131057
+	// (maintenance during a throughput upgrade), a few minutes for 2494100
+	// (read as 2 min) and 5 min for 133015.
 	Wait time.Duration
 }
 
+// NotSent reports whether an answer carrying this class's code with the
+// given HTTP status proves that Meta did not accept the message, so that
+// sending it again cannot deliver it twice.
+//
+// A 5xx status means the server may have acted: only codes with RefusedOn5xx
+// prove a refusal there. Below 500, every code proves a refusal except the
+// OutcomeUnknown ones; a code outside the table counts as a refusal below 500,
+// since Meta answered with an error object before accepting anything.
+func (c Class) NotSent(status int) bool {
+	if status >= 500 {
+		return c.RefusedOn5xx
+	}
+	return !c.OutcomeUnknown
+}
+
 // Lookup returns the class of c. It is total: codes outside the table get
-// Known == false, Scope == ScopeUnknown and Retryable == false. Every code of
-// the permission range 200 to 299 is classified like APIPermission.
+// Known == false, Scope == ScopeUnknown, Hold == HoldNone and Retryable ==
+// false. Every code of the permission range 200 to 299 is classified like
+// APIPermission.
 func Lookup(c Code) Class {
 	if cl, ok := table[c]; ok {
 		return cl
@@ -122,86 +207,97 @@ const (
 	throttling = 1 << iota
 	retryable
 	unknownOutcome
+	refusedOn5xx
 )
 
-func row(c Code, title string, s Scope, flags int, wait time.Duration) Class {
+func row(c Code, title string, s Scope, h Hold, flags int, wait time.Duration) Class {
 	return Class{
 		Code:           c,
 		Title:          title,
 		Known:          true,
 		Throttling:     flags&throttling != 0,
 		Scope:          s,
+		Hold:           h,
 		Retryable:      flags&retryable != 0,
 		OutcomeUnknown: flags&unknownOutcome != 0,
+		RefusedOn5xx:   flags&refusedOn5xx != 0,
 		Wait:           wait,
 	}
 }
 
 // entries is the classification table, in ascending code order. Titles
-// follow Meta's error code reference; scope and retryability are wapace's
-// reading of Meta's descriptions and remedies.
+// follow Meta's WhatsApp error codes page (developers.facebook.com,
+// documentation/business-messaging/whatsapp/support/error-codes, updated
+// June 2026) and, for 613, the Graph API's error-handling and rate-limiting
+// pages; scope, hold and retryability are wapace's reading of Meta's
+// descriptions and remedies.
 var entries = []Class{
-	row(AuthException, "AuthException", ScopeAuth, 0, 0),
-	row(APIUnknown, "API Unknown", ScopeUnknown, retryable|unknownOutcome, 0),
-	row(APIService, "API Service", ScopeUnknown, retryable|unknownOutcome, 0),
-	row(APIMethod, "API Method", ScopeAuth, 0, 0),
-	row(AppRateLimit, "API Too Many Calls", ScopeApp, throttling|retryable, 0),
-	row(PermissionDenied, "Permission Denied", ScopeAuth, 0, 0),
-	row(BusinessNumberDeleted, "Parameter value is not valid", ScopeRequest, 0, 0),
-	row(InvalidParameter, "Invalid parameter", ScopeRequest, 0, 0),
-	row(AccessTokenExpired, "Access token has expired", ScopeAuth, 0, 0),
-	row(APIPermission, "API Permission", ScopeAuth, 0, 0),
-	row(PolicyBlocked, "Temporarily blocked for policies violations", ScopeBusiness, 0, 0),
-	row(WABARateLimit, "Rate limit issues", ScopeWABA, throttling|retryable, 0),
-	row(WABAManagementRateLimit, "Too many calls to this WhatsApp Business Account", ScopeWABA, retryable, 0),
-	row(ThroughputLimit, "Rate limit hit", ScopePhoneNumber, throttling|retryable, 0),
-	row(Experiment, "User's number is part of an experiment", ScopeRecipient, 0, 0),
-	row(CountryRestricted, "Business account is restricted from messaging users in this country", ScopeBusiness, 0, 0),
-	row(SomethingWentWrong, "Something went wrong", ScopeUnknown, retryable|unknownOutcome, 0),
-	row(AccessDenied, "Access denied", ScopeAuth, 0, 0),
-	row(MissingParameter, "Required parameter is missing", ScopeRequest, 0, 0),
-	row(InvalidParameterValue, "Parameter value is not valid", ScopeRequest, 0, 0),
-	row(ServiceUnavailable, "Service unavailable", ScopeUnknown, retryable|unknownOutcome, 0),
-	row(RecipientIsSender, "Recipient cannot be sender", ScopeRequest, 0, 0),
-	row(Undeliverable, "Message Undeliverable", ScopeRecipient, 0, 0),
-	row(RecipientNotAllowed, "Recipient phone number not in allowed list", ScopeRecipient, 0, 0),
-	row(AccountLocked, "Account has been locked", ScopeBusiness, 0, 0),
-	row(DisplayNameApproval, "WhatsApp provided number needs display name approval before message can be sent", ScopePhoneNumber, 0, 0),
-	row(PaymentIssue, "Business eligibility payment issue", ScopeBusiness, 0, 0),
-	row(IncorrectCertificate, "Incorrect certificate", ScopePhoneNumber, 0, 0),
-	row(ReEngagement, "Re-engagement message", ScopeRecipient, 0, 0),
-	row(SpamRateLimit, "Spam rate limit hit", ScopeBusiness, throttling|retryable, 0),
-	row(MarketingLimit, "Meta chose not to deliver", ScopeRecipient, retryable, 24*time.Hour),
-	row(MarketingStopped, "User stopped marketing messages", ScopeRecipient, 0, 0),
-	row(UnsupportedMessageType, "Unsupported message type", ScopeRequest, 0, 0),
-	row(MediaDownload, "Media download error", ScopeRequest, 0, 0),
-	row(MediaUpload, "Media upload error", ScopeRequest, 0, 0),
-	row(PairRateLimit, "(Business Account, Consumer Account) pair rate limit hit", ScopePair, throttling|retryable, 0),
-	row(Maintenance, "Account in maintenance mode", ScopePhoneNumber, retryable, time.Minute),
-	row(UnsupportedCountry, "Country not supported", ScopeRecipient, 0, 0),
-	row(BusinessRateLimit, "Business rate limit hit", ScopeBusiness, throttling|retryable, 0),
-	row(TemplateParamCount, "Template Param Count Mismatch", ScopeRequest, 0, 0),
-	row(TemplateNotFound, "Template does not exist", ScopeRequest, 0, 0),
-	row(TemplateTooLong, "Template Hydrated Text Too Long", ScopeRequest, 0, 0),
-	row(TemplateFormatPolicy, "Template Format Character Policy Violated", ScopeRequest, 0, 0),
-	row(TemplateParamFormat, "Template Parameter Format Mismatch", ScopeRequest, 0, 0),
-	row(TemplatePaused, "Template is Paused", ScopeTemplate, 0, 0),
-	row(TemplateDisabled, "Template is Disabled", ScopeTemplate, 0, 0),
-	row(TemplateParamsInvalid, "Template parameters invalid", ScopeRequest, 0, 0),
-	row(FlowBlocked, "Flow is blocked", ScopeTemplate, 0, 0),
-	row(FlowThrottled, "Flow is throttled", ScopeTemplate, retryable, 0),
-	row(IncompleteDeregistration, "Incomplete Deregistration", ScopePhoneNumber, 0, 0),
-	row(RegistrationServerUnavailable, "Server Temporarily Unavailable", ScopePhoneNumber, retryable, 0),
-	row(PINMismatch, "Two step verification PIN Mismatch", ScopePhoneNumber, 0, 0),
-	row(ReverificationNeeded, "Phone number Re-verification Needed", ScopePhoneNumber, 0, 0),
-	row(TooManyPINGuesses, "Too Many two step verification PIN Guesses", ScopePhoneNumber, retryable, 0),
-	row(PINGuessedTooFast, "Two step verification PIN Guessed Too Fast", ScopePhoneNumber, retryable, 0),
-	row(NotRegistered, "Phone number Not Registered", ScopePhoneNumber, 0, 0),
-	row(RegisterWait, "Please wait a few minutes before attempting to register this phone number", ScopePhoneNumber, retryable, 0),
-	row(RegisterRateLimit, "Account register deregister rate limit exceeded", ScopePhoneNumber, throttling|retryable, 0),
-	row(AccountNotEligible, "Business account not eligible", ScopeBusiness, 0, 0),
-	row(GenericUserError, "Generic user error", ScopeRequest, 0, 0),
-	row(MaintenanceMode, "Account in maintenance mode", ScopePhoneNumber, retryable, time.Minute),
+	row(AuthException, "AuthException", ScopeAuth, HoldNone, 0, 0),
+	row(APIUnknown, "API Unknown", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
+	row(APIService, "API Service", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
+	row(APIMethod, "API Method", ScopeAuth, HoldNone, 0, 0),
+	row(AppRateLimit, "API Too Many Calls", ScopeApp, HoldApp, throttling|retryable, 0),
+	row(PermissionDenied, "Permission Denied", ScopeAuth, HoldNone, 0, 0),
+	row(BusinessNumberDeleted, "Parameter value is not valid", ScopeRequest, HoldNone, 0, 0),
+	row(InvalidParameter, "Invalid parameter", ScopeRequest, HoldNone, 0, 0),
+	row(AccessTokenExpired, "Access token has expired", ScopeAuth, HoldNone, 0, 0),
+	row(APIPermission, "API Permission", ScopeAuth, HoldNone, 0, 0),
+	row(PolicyBlocked, "Temporarily blocked for policies violations", ScopeBusiness, HoldNone, 0, 0),
+	row(GraphRateLimit, "Calls to this api have exceeded the rate limit", ScopeApp, HoldApp, throttling|retryable, 0),
+	row(12455, "Unlisted code 12455 (not on Meta's error codes page)", ScopeUnknown, HoldNone, 0, 0),
+	row(WABARateLimit, "Rate limit issues", ScopeWABA, HoldWABA, throttling|retryable, 0),
+	row(WABAManagementRateLimit, "Too many calls to this WhatsApp Business Account", ScopeWABA, HoldWABA, retryable, 0),
+	row(BlockedByBusiness, "The business blocked this user", ScopeRecipient, HoldNone, 0, 0),
+	row(ThroughputLimit, "Rate limit hit", ScopePhoneNumber, HoldPhoneNumber, throttling|retryable, 0),
+	row(Experiment, "User's number is part of an experiment", ScopeRecipient, HoldNone, 0, 0),
+	row(CountryRestricted, "Business account is restricted from messaging users in this country", ScopeRecipient, HoldNone, 0, 0),
+	row(SomethingWentWrong, "Something went wrong", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
+	row(AccessDenied, "Access denied", ScopeAuth, HoldNone, 0, 0),
+	row(MissingParameter, "Required parameter is missing", ScopeRequest, HoldNone, 0, 0),
+	row(InvalidParameterValue, "Parameter value is not valid", ScopeRequest, HoldNone, 0, 0),
+	row(131014, "Unlisted code 131014 (not on Meta's error codes page)", ScopeUnknown, HoldNone, 0, 0),
+	row(ServiceUnavailable, "Service unavailable", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
+	row(RecipientIsSender, "Recipient cannot be sender", ScopeRequest, HoldNone, 0, 0),
+	row(Undeliverable, "Message Undeliverable", ScopeRecipient, HoldNone, 0, 0),
+	row(RecipientNotAllowed, "Recipient phone number not in allowed list", ScopeRecipient, HoldNone, 0, 0),
+	row(AccountLocked, "Account has been locked", ScopeBusiness, HoldNone, 0, 0),
+	row(DisplayNameApproval, "WhatsApp provided number needs display name approval before message can be sent", ScopePhoneNumber, HoldNone, 0, 0),
+	row(PaymentIssue, "Business eligibility payment issue", ScopeBusiness, HoldNone, 0, 0),
+	row(IncorrectCertificate, "Incorrect certificate", ScopePhoneNumber, HoldNone, 0, 0),
+	row(ReEngagement, "Re-engagement message", ScopeRecipient, HoldNone, 0, 0),
+	row(SpamRateLimit, "Spam rate limit hit", ScopePhoneNumber, HoldPhoneNumber, throttling|retryable, 0),
+	row(MarketingLimit, "Meta chose not to deliver", ScopeRecipient, HoldRecipient, retryable, 24*time.Hour),
+	row(MarketingStopped, "User stopped marketing messages", ScopeRecipient, HoldNone, 0, 0),
+	row(UnsupportedMessageType, "Unsupported message type", ScopeRequest, HoldNone, 0, 0),
+	row(MediaDownload, "Media download error", ScopeRequest, HoldNone, 0, 0),
+	row(MediaUpload, "Media upload error", ScopeRequest, HoldNone, 0, 0),
+	row(PairRateLimit, "(Business Account, Consumer Account) pair rate limit hit", ScopePair, HoldPair, throttling|retryable, 0),
+	row(Maintenance, "Account in maintenance mode", ScopePhoneNumber, HoldPhoneNumber, retryable, time.Minute),
+	row(BSUIDNotSupported, "Business-scoped user ID recipients are not supported for this message", ScopeRequest, HoldNone, 0, 0),
+	row(MarketingTemplatesDisabled, "Marketing templates disabled for Cloud API", ScopeWABA, HoldNone, 0, 0),
+	row(BusinessRateLimit, "Messaging limit after template classification violations", ScopeBusiness, HoldTier, throttling|retryable, 0),
+	row(TemplateParamCount, "Template Param Count Mismatch", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateNotFound, "Template does not exist", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateTooLong, "Template Hydrated Text Too Long", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateFormatPolicy, "Template Format Character Policy Violated", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateParamFormat, "Template Parameter Format Mismatch", ScopeRequest, HoldNone, 0, 0),
+	row(TemplatePaused, "Template is Paused", ScopeTemplate, HoldNone, 0, 0),
+	row(TemplateDisabled, "Template is Disabled", ScopeTemplate, HoldNone, 0, 0),
+	row(TemplateValidation, "Template validation error", ScopeRequest, HoldNone, 0, 0),
+	row(FlowBlocked, "Flow is blocked", ScopeTemplate, HoldNone, 0, 0),
+	row(FlowThrottled, "Flow is throttled", ScopeTemplate, HoldNone, retryable, 0),
+	row(IncompleteDeregistration, "Incomplete Deregistration", ScopePhoneNumber, HoldNone, 0, 0),
+	row(RegistrationServerUnavailable, "Server Temporarily Unavailable", ScopePhoneNumber, HoldNone, retryable, 0),
+	row(PINMismatch, "Two step verification PIN Mismatch", ScopePhoneNumber, HoldNone, 0, 0),
+	row(ReverificationNeeded, "Phone number Re-verification Needed", ScopePhoneNumber, HoldNone, 0, 0),
+	row(TooManyPINGuesses, "Too Many two step verification PIN Guesses", ScopePhoneNumber, HoldNone, retryable, 0),
+	row(PINGuessedTooFast, "Two step verification PIN Guessed Too Fast", ScopePhoneNumber, HoldNone, retryable, 0),
+	row(NotRegistered, "Phone number Not Registered", ScopePhoneNumber, HoldNone, 0, 0),
+	row(RegisterWait, "Please wait a few minutes before attempting to register this phone number", ScopePhoneNumber, HoldNone, retryable, 5*time.Minute),
+	row(RegisterRateLimit, "Account register deregister rate limit exceeded", ScopePhoneNumber, HoldNone, throttling|retryable, 0),
+	row(PaymentsTermsPending, "WhatsApp Payments terms of service acceptance pending", ScopeBusiness, HoldNone, 0, 0),
+	row(GenericUserError, "Generic user error", ScopeRequest, HoldNone, 0, 0),
+	row(MaintenanceMode, "Maintenance mode: try again in a few minutes", ScopePhoneNumber, HoldPhoneNumber, retryable|refusedOn5xx, 2*time.Minute),
 }
 
 var table = func() map[Code]Class {

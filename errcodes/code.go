@@ -49,6 +49,11 @@ const (
 	// AppRateLimit (4): the app has reached its API call rate limit. Only this
 	// app's calls must slow down.
 	AppRateLimit Code = 4
+	// GraphRateLimit (613): "Calls to this api have exceeded the rate limit",
+	// the Graph API's custom-level throttling code (Graph API error handling
+	// and rate limiting pages: wait and retry, or lower the call volume). Not
+	// a permanent failure: the app's calls must slow down.
+	GraphRateLimit Code = 613
 	// WABARateLimit (80007): the WhatsApp Business Account has reached its
 	// API rate limit.
 	WABARateLimit Code = 80007
@@ -57,14 +62,18 @@ const (
 	ThroughputLimit Code = 130429
 	// SpamRateLimit (131048): restrictions on how many messages this phone
 	// number may send, because too many earlier messages were blocked or
-	// flagged as spam. Quality, not pacing, lifts it.
+	// flagged as spam. It holds this phone number, not the whole business;
+	// quality, not pacing, lifts it.
 	SpamRateLimit Code = 131048
 	// PairRateLimit (131056): too many messages from the business number to
 	// the same recipient in a short time (1 message every 6 s, bursts of up to
 	// 45 borrowed from future quota). Only that pair must wait.
 	PairRateLimit Code = 131056
-	// BusinessRateLimit (131064): a business-wide limit Meta files under
-	// throttling errors; everything the business sends is affected.
+	// BusinessRateLimit (131064): the messaging limit Meta imposes after
+	// template-classification violations (marketing content sent as utility
+	// or authentication templates). Meta files it under throttling errors; it
+	// is lifted after the enforcement period, so it holds the portfolio's
+	// messaging limit (HoldTier) rather than failing for good.
 	BusinessRateLimit Code = 131064
 	// RegisterRateLimit (133016): too many register or deregister attempts
 	// for this phone number in a short time.
@@ -77,7 +86,8 @@ const (
 	// disabled for violating a platform policy.
 	PolicyBlocked Code = 368
 	// CountryRestricted (130497): the business account is restricted from
-	// messaging users in this country.
+	// messaging recipients in certain countries. It concerns the recipient:
+	// recipients elsewhere are unaffected.
 	CountryRestricted Code = 130497
 	// AccountLocked (131031): the account was locked for a policy violation
 	// or because data in the request (such as the two-step PIN) did not match.
@@ -85,9 +95,9 @@ const (
 	// PaymentIssue (131042): business eligibility payment issue (no valid
 	// payment method, credit line over limit, and the like).
 	PaymentIssue Code = 131042
-	// AccountNotEligible (134011): the business account is not eligible for
-	// the requested operation.
-	AccountNotEligible Code = 134011
+	// PaymentsTermsPending (134011): WhatsApp Payments terms of service
+	// acceptance pending.
+	PaymentsTermsPending Code = 134011
 )
 
 // General and server-side errors. For a send, several of these leave it
@@ -105,6 +115,9 @@ const (
 	// WABAManagementRateLimit (80008): too many calls to this WhatsApp
 	// Business Account (management endpoints).
 	WABAManagementRateLimit Code = 80008
+	// BlockedByBusiness (130403): the business blocked this user (Block Users
+	// API), so it cannot message them. Do not retry; unblock first.
+	BlockedByBusiness Code = 130403
 	// Experiment (130472): the message was not sent because the user's number
 	// is part of a marketing message experiment.
 	Experiment Code = 130472
@@ -152,13 +165,20 @@ const (
 	// Maintenance (131057): the business account is in maintenance mode, for
 	// example during a throughput upgrade (up to about a minute).
 	Maintenance Code = 131057
-	// UnsupportedCountry (131063): messages to users in the recipient's
-	// country are not supported for this business.
-	UnsupportedCountry Code = 131063
+	// BSUIDNotSupported (131062): the message was addressed to a
+	// business-scoped user ID (a username user, such as CO.1949266959121697)
+	// but this message type cannot be sent to one (authentication templates,
+	// for example). Send it to a phone number or choose another type.
+	BSUIDNotSupported Code = 131062
+	// MarketingTemplatesDisabled (131063): marketing templates are disabled
+	// for Cloud API on this WhatsApp Business Account. It holds the whole
+	// account, not a recipient; a person must change the account's setup.
+	MarketingTemplatesDisabled Code = 131063
 	// GenericUserError (135000): generic user error.
 	GenericUserError Code = 135000
 	// MaintenanceMode (2494100): the business phone number is in maintenance
-	// mode (HTTP 503); wait and retry.
+	// mode (HTTP 503); Meta's remedy is to try again in a few minutes. The
+	// answer proves the message was not accepted even at 503.
 	MaintenanceMode Code = 2494100
 )
 
@@ -183,9 +203,9 @@ const (
 	// TemplateDisabled (132016): the template was paused too many times and
 	// is permanently disabled.
 	TemplateDisabled Code = 132016
-	// TemplateParamsInvalid (132018): there is an issue with the template's
-	// parameters.
-	TemplateParamsInvalid Code = 132018
+	// TemplateValidation (132018): template validation error; the template
+	// or its parameters failed Meta's validation.
+	TemplateValidation Code = 132018
 	// FlowBlocked (132068): the flow is in a blocked state.
 	FlowBlocked Code = 132068
 	// FlowThrottled (132069): the flow is in a throttled state and its hourly
@@ -209,7 +229,7 @@ const (
 	PINGuessedTooFast Code = 133009
 	// NotRegistered (133010): the phone number is not registered.
 	NotRegistered Code = 133010
-	// RegisterWait (133015): wait a few minutes before registering this
-	// recently deleted number again.
+	// RegisterWait (133015): wait before registering this recently deleted
+	// number again; Meta's page says 5 minutes.
 	RegisterWait Code = 133015
 )

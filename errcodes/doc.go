@@ -18,12 +18,25 @@
 //	4      app rate limit        ScopeApp          this app's calls
 //	80007  WABA rate limit       ScopeWABA         calls against this WABA
 //	131049 per-user marketing    ScopeRecipient    this user, at least 24 h
-//	131048 spam rate limit       ScopeBusiness     the account; quality, not pacing
+//	131048 spam rate limit       ScopePhoneNumber  this number; quality, not pacing
+//	131064 messaging limit       ScopeBusiness     the portfolio's tier, until lifted
 //	100    invalid parameter     ScopeRequest      nothing; fix the request
 //
+// The class's [Hold] names the sender's limiter a refusal pauses (pair, phone
+// number, app or WABA call budget, tier, recipient, or none), so that one
+// table decides every action.
+//
 // Class.OutcomeUnknown marks the answers (1, 2, 131000, 131016) that do not
-// prove Meta refused a message: resending after one of them may deliver it
-// twice.
+// prove Meta refused a message: Meta's remedy is "try again", but the message
+// may exist, so resending may deliver it twice. Reconcile instead: the
+// message's idempotency key travels as biz_opaque_callback_data and comes back
+// on its status webhooks; resend only if no status arrives within the
+// message's lifetime. [Class.NotSent] combines the code with the HTTP status:
+// a 5xx proves nothing was sent only for codes with RefusedOn5xx (2494100).
+//
+// The app and WABA call budgets (codes 4, 613, 80007, 80008) are Meta's
+// limits on API calls, which for WhatsApp concern the management endpoints;
+// /messages is paced by throughput, pair and tier limits instead.
 //
 // # Errors
 //

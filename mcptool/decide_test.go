@@ -121,8 +121,8 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestDecisionTable(t *testing.T) {
-	bp := &cloudapi.BackpressureError{Limit: cloudapi.LimitPair, Code: errcodes.PairRateLimit, RetryAfter: 24 * time.Second,
-		ExpiresAt: t0.Add(10 * time.Second), SendState: cloudapi.StateNotSubmitted}
+	bp := &cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit, Wait: 24 * time.Second,
+		ExpiresAt: t0.Add(10 * time.Second)}
 	long := strings.Repeat("x", 4097)
 	tests := []struct {
 		name      string
@@ -161,7 +161,7 @@ func TestDecisionTable(t *testing.T) {
 		{
 			name:      "queue full",
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k4", "expires_at": stamp(t0.Add(time.Hour))},
-			reject:    fmt.Errorf("%w: %w", errQueueFull, &cloudapi.BackpressureError{RetryAfter: time.Second}),
+			reject:    fmt.Errorf("%w: %w", errQueueFull, &cloudapi.BackpressureError{Wait: time.Second}),
 			wantError: true,
 			want: map[string]any{"code": CodeQueueFull, "meta_code": 0.0, "retryable": true, "retry_after_ms": 1000.0,
 				"expires_at": stamp(t0.Add(time.Hour)), "send_state": "not_submitted", "idempotency_key": "k4"},

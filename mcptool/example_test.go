@@ -7,7 +7,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 // Embed the tools in an MCP server: an outbox to queue in, a Client for
@@ -32,12 +32,14 @@ func ExampleRegister() {
 	meta := cloudapitest.NewServer(nil) // the fake Meta
 	defer meta.Close()
 
-	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"))
+	pairs := pairlimit.New(pairlimit.Meta) // shared by the outbox, the Client and the tools
+	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithPairLimiter(pairs))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ob.Close()
-	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
+		cloudapi.WithPairLimiter(pairs))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func ExampleRegister() {
 	defer func() { cancel(); <-done }()
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "my-agent-tools", Version: "v1.0.0"}, nil)
-	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, From: []string{"106540352242922"}, AcceptWait: 500 * time.Millisecond}); err != nil {
+	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Pairs: pairs, From: []string{"106540352242922"}}); err != nil {
 		log.Fatal(err)
 	}
 

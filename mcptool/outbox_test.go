@@ -18,6 +18,7 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 const (
@@ -37,11 +38,14 @@ type world struct {
 func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 	t.Helper()
 	meta := cloudapitest.NewServer(t)
-	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), opts...)
+	// One pair limiter shared by the outbox, the Client and the tools.
+	pairs := pairlimit.New(pairlimit.Meta)
+	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), append(opts, outbox.WithPairLimiter(pairs))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	cfg.Pairs = pairs
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithPairLimiter(pairs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +407,73 @@ func TestServiceWindow(t *testing.T) {
 		}
 		if len(w.meta.Requests()) != 1 || w.reached("w1") {
 			t.Errorf("requests %+v", w.meta.Requests())
+		}
+	})
+}
+
+// After a five-bubble reply the pair owes 30 s: a one-time code valid for
+// 20 s is refused at once, stored nowhere, while a utility template without
+// a deadline is queued with an estimate that counts the debt.
+func TestPairDebtDecidesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, mcptool.Config{})
+		for i := range 5 {
+			if got, isErr := w.send(text(fmt.Sprintf("bubble-%d", i), fmt.Sprintf("Step %d", i+1), "max_delay_ms", 600_000)); isErr {
+				t.Fatal(got)
+			}
+		}
+		time.Sleep(30 * time.Second) // the bubbles go one by one, 6 s apart
+		if n := w.accepted(); len(n) != 5 {
+			t.Fatalf("accepted %v", n)
+		}
+		// The fourth and fifth went at 18.75 s and 25 s: the pair owes until
+		// about 31.25 s.
+		now := time.Now()
+		got, isErr := w.send(map[string]any{"to": user, "idempotency_key": "otp", "max_delay_ms": 1000,
+			"template": map[string]any{"name": "login_code", "language": "en", "code": "482913"}})
+		if !isErr || got["code"] != "WHATSAPP_BACKPRESSURE" || got["meta_code"] != 131056.0 || got["send_state"] != "not_submitted" ||
+			got["expires_at"] != stamp(now.Add(time.Second)) {
+			t.Errorf("one-time code: %v", got)
+		}
+		if _, isErr := w.call(mcptool.StatusToolName, map[string]any{"operation_id": "otp"}); !isErr {
+			t.Error("the refused code was stored")
+		}
+		got, isErr = w.send(map[string]any{"to": user, "idempotency_key": "update",
+			"template": map[string]any{"name": "order_update", "language": "en", "category": "utility"}})
+		if isErr || got["status"] != "queued" {
+			t.Fatalf("template: %v", got)
+		}
+		if ra := got["retry_after_ms"].(float64); ra < 1 {
+			t.Errorf("retry_after_ms %v: the pair's debt is not counted", ra)
+		}
+		time.Sleep(time.Minute)
+		if w.reached("otp") || w.accepted()["update"] != 1 {
+			t.Errorf("requests %+v", w.meta.Requests())
+		}
+	})
+}
+
+// A call repeating an idempotency key reports the first message's state and
+// sends nothing, whatever its own content.
+func TestRepeatedKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, mcptool.Config{})
+		w.send(text("k", "first"))
+		got, isErr := w.send(text("k2", "second", "max_delay_ms", 600_000))
+		if isErr || got["status"] != "queued" {
+			t.Fatalf("%v", got)
+		}
+		again, isErr := w.send(text("k2", "second, reworded", "max_delay_ms", 1, "delivery", "sync"))
+		if isErr || again["status"] != "queued" || again["operation_id"] != "k2" {
+			t.Errorf("repeat of a queued key: %v", again)
+		}
+		time.Sleep(time.Minute)
+		again, isErr = w.send(text("k2", "second"))
+		if isErr || again["status"] != "accepted" || again["message_id"] == nil {
+			t.Errorf("repeat of an accepted key: %v", again)
+		}
+		if n := len(w.meta.Requests()); n != 2 {
+			t.Errorf("%d requests, want 2", n)
 		}
 	})
 }

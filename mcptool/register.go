@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 // ErrInvalidConfig is matched by the error Register returns for a Config it
@@ -25,6 +26,13 @@ type Config struct {
 	// From lists the business phone number IDs the agent may send from;
 	// the first is the default. The input schema offers exactly these.
 	From []string
+	// Pairs is the pair limiter shared by the outbox and the Client that
+	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). With it, a
+	// message is refused at once when its pair's current debt alone (a
+	// message just sent, a burst, a 131056 hold) passes its deadline, and
+	// a queued message's estimate counts that debt. Without it, only the
+	// outbox's estimate (its lane's depth) is known.
+	Pairs *pairlimit.Limiter
 	// Clock is the clock the tools read and wait on (the real clock by
 	// default). Give the Outbox and the Client the same one.
 	Clock clock.Clock
@@ -73,7 +81,7 @@ func newTools(q queue, cfg Config) (*tools, error) {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: negative duration"))
 	}
 	t := &tools{q: q, from: append([]string(nil), cfg.From...), clk: cfg.Clock,
-		syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
+		pairs: cfg.Pairs, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
 	if t.clk == nil {
 		t.clk = clock.New()
 	}

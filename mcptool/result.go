@@ -176,14 +176,14 @@ func metaFailure(c errcodes.Code, expires time.Time, key, op string) toolError {
 			"Not sent: the user has not written in the last 24 hours, so only an approved template can reach them.")
 	case errcodes.Undeliverable, errcodes.RecipientIsSender, errcodes.RecipientNotAllowed,
 		errcodes.MarketingStopped, errcodes.MarketingLimit, errcodes.Experiment,
-		errcodes.UnsupportedCountry, errcodes.CountryRestricted:
+		errcodes.BlockedByBusiness, errcodes.CountryRestricted:
 		return failure(CodeNotDeliverable, c, false, cl.Wait, expires, state, key, op,
 			fmt.Sprintf("Not sent: WhatsApp will not deliver this message to this recipient (Meta error %d: %s).", c, cl.Title))
 	case errcodes.InvalidParameter, errcodes.MissingParameter, errcodes.InvalidParameterValue,
-		errcodes.UnsupportedMessageType, errcodes.MediaUpload,
+		errcodes.UnsupportedMessageType, errcodes.MediaUpload, errcodes.BSUIDNotSupported,
 		errcodes.TemplateParamCount, errcodes.TemplateNotFound, errcodes.TemplateTooLong,
 		errcodes.TemplateFormatPolicy, errcodes.TemplateParamFormat, errcodes.TemplatePaused,
-		errcodes.TemplateDisabled, errcodes.TemplateParamsInvalid:
+		errcodes.TemplateDisabled, errcodes.TemplateValidation:
 		return failure(CodeInvalidMessage, c, false, 0, expires, state, key, op,
 			fmt.Sprintf("Not sent: Meta rejected the message as invalid (error %d: %s). Fix it before sending again.", c, cl.Title))
 	}
@@ -229,7 +229,7 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 			expires = bp.ExpiresAt
 		}
 		return failure(CodeBackpressure, bp.Code, true, retryAfterOf(err), expires, cloudapi.StateNotSubmitted, key, op,
-			fmt.Sprintf("Not sent and not queued: the %s limit is full and the message could not go before its deadline. Capacity frees up in about %s.", bp.Limit, retryAfterOf(err).Round(time.Millisecond)))
+			fmt.Sprintf("Not sent and not queued: %s is full and the message could not go before its deadline. Capacity frees up in about %s.", limitName(bp.Limit), retryAfterOf(err).Round(time.Millisecond)))
 	case errors.Is(err, cloudapi.ErrSubmittedUnknown):
 		var c errcodes.Code
 		if errors.As(err, &me) {
@@ -247,15 +247,26 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 		"Not sent: the outbox is unavailable. Retry with the same idempotency_key; it will never be sent twice.")
 }
 
+// limitName says which limit a hold stands for, for the model.
+func limitName(h errcodes.Hold) string {
+	switch h {
+	case errcodes.HoldPair:
+		return "the pair rate limit for this recipient (about 1 message every 6 s)"
+	case errcodes.HoldPhoneNumber:
+		return "the business number's throughput"
+	case errcodes.HoldApp, errcodes.HoldWABA:
+		return "the API call budget"
+	case errcodes.HoldTier:
+		return "the messaging limit (unique users per 24 h)"
+	}
+	return "a sending limit"
+}
+
 // retryAfterOf returns the wait an error reports, or 0.
 func retryAfterOf(err error) time.Duration {
 	var ra interface{ RetryAfter() time.Duration }
 	if errors.As(err, &ra) {
 		return ra.RetryAfter()
-	}
-	var bp *cloudapi.BackpressureError
-	if errors.As(err, &bp) {
-		return bp.RetryAfter // a field until cloudapi's refit makes it a method
 	}
 	return 0
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 // Defaults of a Config.
@@ -45,6 +46,7 @@ type tools struct {
 	syncWait time.Duration
 	// acceptWait bounds an async call's wait for a message due now.
 	acceptWait time.Duration
+	pairs      *pairlimit.Limiter // nil: the pair's debt is not known
 	replyTTL   time.Duration
 	poll       time.Duration
 }
@@ -100,6 +102,19 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 	m := r.msg
 	if m.IdempotencyKey == "" {
 		m.IdempotencyKey = newKey()
+	} else {
+		// A key already used names the first message: report its state,
+		// send nothing, whatever this call's content or deadline.
+		it, err := t.q.get(ctx, m.IdempotencyKey)
+		switch {
+		case err == nil:
+			return t.existing(ctx, it)
+		case !errors.Is(err, errNotFound):
+			if ctx.Err() != nil {
+				return outcome{}, ctx.Err()
+			}
+			return t.fail(fromError(err, r.deadline, m.IdempotencyKey, "")), nil
+		}
 	}
 	key := m.IdempotencyKey
 	if err := m.Validate(); err != nil {
@@ -121,41 +136,92 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 		stop = m.ExpiresAt
 	}
 
+	// The pair's current debt (a message just sent, a burst, a 131056
+	// hold) is a wait the outbox's estimate does not count: a message that
+	// cannot go before its deadline for it alone is refused now, unstored.
+	debt := t.pairDebt(now, r.from, m)
+	if !m.ExpiresAt.IsZero() && now.Add(debt).After(m.ExpiresAt) {
+		bp := &cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit,
+			Wait: debt, ExpiresAt: m.ExpiresAt, IdempotencyKey: key}
+		return t.fail(t.backpressure(bp, r, key)), nil
+	}
+
 	tk, err := t.q.enqueue(ctx, r.from, m)
 	if err != nil {
 		if errors.Is(err, errExpired) {
 			// The wait it would need passes its deadline: backpressure.
-			te := fromError(stripExpired(err), r.deadline, key, "")
-			if r.sync && te.res.Code == CodeBackpressure {
-				te.summary = fmt.Sprintf("Not sent and not queued: delivery sync cannot wait long enough (capacity frees up in about %s, this server waits at most %s). Retry later, or use delivery async.",
-					time.Duration(*te.res.RetryAfterMS)*time.Millisecond, t.syncWait)
+			var bp *cloudapi.BackpressureError
+			if errors.As(err, &bp) {
+				return t.fail(t.backpressure(bp, r, key)), nil
 			}
-			return t.fail(te), nil
 		}
 		return t.fail(fromError(err, r.deadline, key, "")), nil
 	}
 	key, op := tk.key, tk.operationID
+	estimate := tk.estimatedSendAt
+	if debt > 0 && !estimate.IsZero() {
+		estimate = estimate.Add(debt)
+	}
+	if tk.state != stateQueued {
+		// Stored meanwhile by another call with the same key.
+		it, err := t.q.get(ctx, key)
+		if err != nil {
+			return t.fail(fromError(err, r.deadline, key, op)), nil
+		}
+		return t.existing(ctx, it)
+	}
 	if !r.sync {
 		// Async: a message that cannot go now is queued at once; one that
 		// can gets acceptWait to be accepted, and is queued otherwise.
-		if tk.state == stateQueued && tk.estimatedSendAt.After(now.Add(t.acceptWait)) {
-			return t.queued(now, tk.estimatedSendAt, r.deadline, key, op), nil
+		if estimate.After(now.Add(t.acceptWait)) {
+			return t.queued(now, estimate, r.deadline, key, op), nil
 		}
 		if s := now.Add(t.acceptWait); s.Before(stop) {
 			stop = s
 		}
 	}
-	return t.await(ctx, r, key, op, tk.estimatedSendAt, stop)
+	return t.await(ctx, r, key, op, estimate, stop)
 }
 
-// stripExpired turns the outbox's "would expire" rejection into the
-// backpressure it stands for.
-func stripExpired(err error) error {
-	var bp *cloudapi.BackpressureError
-	if errors.As(err, &bp) {
-		return bp
+// backpressure describes a message refused because a limit would make it
+// wait past its deadline (or, for delivery sync, past the call's wait).
+func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key string) toolError {
+	te := fromError(bp, r.deadline, key, "")
+	te.res.ExpiresAt = stamp(r.deadline)
+	if r.capped {
+		te.summary = fmt.Sprintf("Not sent and not queued: delivery sync cannot wait long enough (%s is busy for about %s; this server waits at most %s). Retry later, or use delivery async.",
+			limitName(bp.Limit), bp.Wait.Round(time.Millisecond), t.syncWait)
 	}
-	return err
+	return te
+}
+
+// pairDebt returns how long the pair of from and m's recipient must wait
+// before its next message, or 0 when unknown (no Config.Pairs). It probes
+// the shared limiter with a reservation given straight back, as outbox.Run
+// does: exact unless another reservation lands in between, in which case
+// the slot stays spent (later, never earlier).
+func (t *tools) pairDebt(now time.Time, from string, m cloudapi.Message) time.Duration {
+	if t.pairs == nil || m.Kind() == cloudapi.KindRead {
+		return 0
+	}
+	p, err := pairlimit.NewPair(from, m.To())
+	if err != nil {
+		return 0
+	}
+	res := t.pairs.ReserveN(now, p, 1)
+	defer res.CancelAt(now)
+	if !res.OK() {
+		return 0
+	}
+	return max(res.TimeToAct().Sub(now), 0)
+}
+
+// existing reports the state of a message stored by an earlier call with
+// the same idempotency key, without waiting: its deadline and wait were
+// that call's.
+func (t *tools) existing(ctx context.Context, it item) (outcome, error) {
+	r := request{deadline: it.expiresAt}
+	return t.await(ctx, r, it.key, it.operationID, t.clk.Now(), time.Time{})
 }
 
 // await reads the outbox until the message is settled or stop passes.

@@ -8,6 +8,10 @@
 //	defer o.Close()
 //	t, err := o.Enqueue(ctx, phoneNumberID, cloudapi.Text("+237 690 00 00 01", "Your order shipped"))
 //	go o.Run(ctx, client) // or in your own errgroup: Run is the caller's goroutine
+//
+// Give the Outbox and the Client the same clock and the same pair limiter
+// ([WithPairLimiter] and cloudapi.WithPairLimiter).
+//
 //	it, err := o.Get(ctx, t.Key)
 //
 // # Storage
@@ -51,14 +55,17 @@
 // # Errors
 //
 //	var re *outbox.RejectError
-//	var bp *cloudapi.BackpressureError
+//	var ve *cloudapi.ValidationError
 //	switch {
-//	case errors.Is(err, outbox.ErrQueueFull):     // capacity: re.RetryAfter
+//	case errors.As(err, &ve):                     // invalid message: nothing stored
+//	case errors.Is(err, outbox.ErrQueueFull):     // capacity: try after re.RetryAfter()
 //	case errors.Is(err, outbox.ErrExpired):       // would wait past its deadline
 //	case errors.Is(err, outbox.ErrOutsideWindow): // 131047: send a template instead
-//	case errors.As(err, &bp):                     // the same fields, for code that handles cloudapi's
-//	case errors.Is(err, cloudapi.ErrInvalidMessage):
 //	}
+//
+// A *RejectError embeds a *cloudapi.BackpressureError, so code written for
+// cloudapi's backpressure (errors.As(err, &bp), cloudapi.StateOf) handles
+// it too.
 //
 // # Observability
 //

@@ -137,10 +137,14 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	if m.ExpiresAt.IsZero() && m.Kind() == cloudapi.KindTemplate && m.Category == cloudapi.CategoryAuthentication {
 		m.ExpiresAt = now.Add(cloudapi.AuthenticationTTL)
 	}
-	reject := func(reason error, limit cloudapi.Limit, code errcodes.Code, wait time.Duration) error {
-		bp := &cloudapi.BackpressureError{Limit: limit, Scope: code.Class().Scope, Code: code, RetryAfter: wait,
-			ExpiresAt: m.ExpiresAt, SendState: cloudapi.StateNotSubmitted, IdempotencyKey: key}
-		return &RejectError{BackpressureError: bp, Reason: reason}
+	reject := func(reason error, full string, code errcodes.Code, wait time.Duration) error {
+		hold := errcodes.HoldNone
+		if code != 0 {
+			hold = code.Class().Hold
+		}
+		bp := &cloudapi.BackpressureError{Limit: hold, Code: code, Wait: wait,
+			ExpiresAt: m.ExpiresAt, IdempotencyKey: key}
+		return &RejectError{BackpressureError: bp, Reason: reason, Full: full}
 	}
 
 	// An existing key stores nothing new.
@@ -156,7 +160,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	}
 
 	if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
-		return Ticket{}, nil, reject(ErrExpired, cloudapi.LimitPair, errcodes.PairRateLimit, 0)
+		return Ticket{}, nil, reject(ErrExpired, "", 0, 0)
 	}
 	if o.cfg.window > 0 && freeForm(m.Kind()) {
 		var last int64
@@ -165,7 +169,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 			return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
 		}
 		if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
-			return Ticket{}, nil, reject(ErrOutsideWindow, LimitServiceWindow, errcodes.ReEngagement, 0)
+			return Ticket{}, nil, reject(ErrOutsideWindow, "", errcodes.ReEngagement, 0)
 		}
 	}
 
@@ -175,7 +179,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	if laneDepth >= o.cfg.laneCapacity {
-		return Ticket{}, nil, reject(ErrQueueFull, LimitLane, errcodes.PairRateLimit, time.Duration(laneDepth)*o.cfg.policy.Interval)
+		return Ticket{}, nil, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
 	}
 	senderDepth, total, err := o.liveDepth(ctx, tx, now, from)
 	if err != nil {
@@ -183,7 +187,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	}
 	numberWait := time.Duration(senderDepth) * time.Second / time.Duration(o.cfg.mps)
 	if total >= o.cfg.capacity {
-		return Ticket{}, nil, reject(ErrQueueFull, LimitQueue, errcodes.ThroughputLimit, numberWait)
+		return Ticket{}, nil, reject(ErrQueueFull, "queue", 0, numberWait)
 	}
 	pairWait := time.Duration(0)
 	if to != "" {
@@ -192,9 +196,9 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	est := now.Add(max(pairWait, numberWait))
 	if !m.ExpiresAt.IsZero() && est.After(m.ExpiresAt) {
 		if pairWait >= numberWait {
-			return Ticket{}, nil, reject(ErrExpired, cloudapi.LimitPair, errcodes.PairRateLimit, pairWait)
+			return Ticket{}, nil, reject(ErrExpired, "", errcodes.PairRateLimit, pairWait)
 		}
-		return Ticket{}, nil, reject(ErrExpired, cloudapi.LimitNumber, errcodes.ThroughputLimit, numberWait)
+		return Ticket{}, nil, reject(ErrExpired, "", errcodes.ThroughputLimit, numberWait)
 	}
 
 	body, err := json.Marshal(m)

@@ -32,30 +32,21 @@ var (
 	ErrDrop = errors.New("outbox: dropped by revalidation")
 )
 
-// Limits an outbox rejection can name besides cloudapi's.
-const (
-	// LimitQueue: the whole queue is at capacity (WithCapacity).
-	LimitQueue cloudapi.Limit = "outbox_queue"
-	// LimitLane: the recipient's lane is at capacity (WithLaneCapacity).
-	LimitLane cloudapi.Limit = "outbox_lane"
-	// LimitServiceWindow: the user's customer service window is closed.
-	LimitServiceWindow cloudapi.Limit = "service_window"
-)
-
-// RejectError reports a message that Enqueue refused: nothing was stored.
-// It carries the same fields as a *cloudapi.BackpressureError (it embeds
-// one: Limit, Scope, Code, RetryAfter, ExpiresAt, SendState
-// not_submitted, IdempotencyKey), so that
+// RejectError reports a message that Enqueue refused: nothing was stored
+// or sent. It embeds a *cloudapi.BackpressureError carrying the same
+// fields as a backpressured send (Limit, Code, Wait and RetryAfter,
+// ExpiresAt, IdempotencyKey), so that
 //
 //	var bp *cloudapi.BackpressureError
 //	errors.As(err, &bp)
 //
-// holds too, and Reason is one of ErrQueueFull, ErrExpired or
-// ErrOutsideWindow, matched with errors.Is:
+// holds too and cloudapi.StateOf(err) is cloudapi.StateRefused (not
+// sent: safe to send again later). Reason is one of ErrQueueFull,
+// ErrExpired or ErrOutsideWindow, matched with errors.Is:
 //
 //	var re *outbox.RejectError
 //	switch {
-//	case errors.Is(err, outbox.ErrQueueFull): // try later: re.RetryAfter
+//	case errors.Is(err, outbox.ErrQueueFull): // try later: re.RetryAfter()
 //	case errors.Is(err, outbox.ErrExpired):   // too late: drop or reword it
 //	case errors.As(err, &re):                 // re.Limit, re.Code
 //	}
@@ -63,23 +54,25 @@ type RejectError struct {
 	*cloudapi.BackpressureError
 	// Reason is ErrQueueFull, ErrExpired or ErrOutsideWindow.
 	Reason error
+	// Full is "queue" or "lane" for ErrQueueFull (WithCapacity,
+	// WithLaneCapacity), "" otherwise.
+	Full string
 }
 
 // Error describes the rejection.
 func (e *RejectError) Error() string {
 	s := e.Reason.Error()
-	if e.BackpressureError != nil {
-		s += ": " + string(e.Limit)
-		if e.Code != 0 {
-			s += " (" + e.Code.Error() + ")"
-		}
+	switch {
+	case e.Full != "":
+		s += ": " + e.Full + " at capacity"
+	case e.BackpressureError != nil && e.Code != 0:
+		s += ": " + e.Limit.String() + " (" + e.Code.Error() + ")"
 	}
 	return s
 }
 
 // Unwrap returns the reason and the embedded *cloudapi.BackpressureError
-// (itself matching cloudapi.ErrBackpressure and the Meta code it stands
-// for).
+// (itself unwrapping to the Meta code it stands for).
 func (e *RejectError) Unwrap() []error {
 	if e.BackpressureError == nil {
 		return []error{e.Reason}

@@ -80,6 +80,7 @@ type config struct {
 	stopGrace    time.Duration
 	mps          int
 	policy       pairlimit.Policy
+	pairs        *pairlimit.Limiter
 	resend       ResendPolicy
 	revalidate   Revalidate
 	window       time.Duration
@@ -210,6 +211,24 @@ func WithPairPolicy(p pairlimit.Policy) Option {
 			return optErr("pair policy needs a positive interval, burst and window")
 		}
 		c.policy = p
+		return nil
+	}
+}
+
+// WithPairLimiter lets Run consult l, the pair limiter the Client given
+// to Run paces with (pass the same one to cloudapi.WithPairLimiter), so
+// that a lane whose pair is in debt or held waits on the clock without
+// holding a send, and so that a restarted Run replays the recent sends
+// recorded in the database into l (no 131056 after a restart). Its policy
+// also sets the estimate (WithPairPolicy). Without it, a held lane waits
+// inside the Client's Send, holding one of WithConcurrency's sends.
+func WithPairLimiter(l *pairlimit.Limiter) Option {
+	return func(c *config) error {
+		if l == nil {
+			return optErr("nil pair limiter")
+		}
+		c.pairs = l
+		c.policy = l.Policy()
 		return nil
 	}
 }

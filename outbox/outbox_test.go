@@ -97,3 +97,5 @@ func TestEnqueueRunAccepted(t *testing.T) {
 		}
 	})
 }
+
+func fmtInt(n int64) string { return fmt.Sprint(n) }

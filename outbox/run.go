@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/pairlimit"
@@ -490,8 +489,8 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 		}
 	}
 	ready := now
-	if !it.pair.IsZero() {
-		res := r.c.Pairs().ReserveN(now, it.pair, 1)
+	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
+		res := pairs.ReserveN(now, it.pair, 1)
 		if at := res.TimeToAct(); at.After(ready) {
 			ready = at
 		}
@@ -579,24 +578,38 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 	}
 	reason := errcodes.Sanitize(f.err.Error())
 	var bp *cloudapi.BackpressureError
-	var ve *cloudapi.ValidationError
 	switch st := cloudapi.StateOf(f.err); {
+	case st == cloudapi.StateAccepted:
+		// A duplicate of a send the Client already saw accepted.
+		wamid := ""
+		if f.res != nil {
+			wamid = f.res.MessageID
+		}
+		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
 	case st == cloudapi.StateSubmittedUnknown:
 		return r.setState(ctx, tx, now, key, StateSubmittedUnknown, code, reason, "")
 	case st == cloudapi.StateFailed:
 		return r.setState(ctx, tx, now, key, StateFailed, code, reason, "")
 	case errors.As(f.err, &bp):
+		// The Client could not send it before its deadline.
 		return r.setState(ctx, tx, now, key, StateExpired, int(bp.Code), "not sent before its deadline: "+reason, "")
-	case errors.As(f.err, &ve):
-		return r.setState(ctx, tx, now, key, StateFailed, 0, reason, "")
-	case sendCtx.Err() != nil && errors.Is(f.err, sendCtx.Err()):
-		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written")
-	case errors.Is(f.err, backoff.ErrMaxAttempts) && f.it.Attempts < maxDispatches:
+	case st == cloudapi.StateRefused && f.it.Attempts < maxDispatches:
+		// Meta refused it for a limit on every attempt: not sent.
 		due := now.Add(retryAfterRefusals)
 		if !f.it.ExpiresAt.IsZero() && due.After(f.it.ExpiresAt) {
 			return r.setState(ctx, tx, now, key, StateExpired, code, "refused for a limit on every attempt until its deadline: "+reason, "")
 		}
 		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason)
+	case st == cloudapi.StateNotSubmitted && sendCtx.Err() != nil:
+		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written")
+	case st == cloudapi.StateNotSubmitted && f.it.Attempts < maxDispatches:
+		// Nothing reached Meta (the connection could not be made): try
+		// again later.
+		due := now.Add(retryAfterRefusals)
+		if !f.it.ExpiresAt.IsZero() && due.After(f.it.ExpiresAt) {
+			return r.setState(ctx, tx, now, key, StateExpired, code, "not submitted before its deadline: "+reason, "")
+		}
+		return r.requeue(ctx, tx, now, due, key, "not submitted: "+reason)
 	default:
 		return r.setState(ctx, tx, now, key, StateFailed, code, "not sent: "+reason, "")
 	}
@@ -607,7 +620,10 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 // pair still in debt from before (131056).
 func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	o := r.o
-	p := r.c.Pairs().Policy()
+	if o.cfg.pairs == nil {
+		return nil
+	}
+	p := o.cfg.pairs.Policy()
 	since := now.Add(-time.Duration(p.Burst+1) * p.Interval)
 	rows, err := o.db.QueryContext(ctx, o.q(`SELECT sender, recipient, sent_at FROM outbox_items
 		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') ORDER BY sent_at`), nanos(since))
@@ -622,7 +638,7 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("outbox: run: reading recent sends: %w", err)
 		}
 		if pr, err := pairlimit.NewPair(from, to); err == nil {
-			r.c.Pairs().ReserveN(fromNanos(at), pr, 1)
+			o.cfg.pairs.ReserveN(fromNanos(at), pr, 1)
 			r.seeded[pr.From()+">"+pr.To()] = at
 		}
 	}
@@ -634,7 +650,7 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 // its pace.
 func (r *runner) seedLane(ctx context.Context, tx *sql.Tx, it *claimed) error {
 	o := r.o
-	if !o.d.postgres {
+	if !o.d.postgres || o.cfg.pairs == nil {
 		return nil
 	}
 	var at int64
@@ -648,7 +664,7 @@ func (r *runner) seedLane(ctx context.Context, tx *sql.Tx, it *claimed) error {
 		return err
 	}
 	if owner != r.owner && at > r.seeded[it.lane] {
-		r.c.Pairs().ReserveN(fromNanos(at), it.pair, 1)
+		o.cfg.pairs.ReserveN(fromNanos(at), it.pair, 1)
 		r.seeded[it.lane] = at
 	}
 	return nil

@@ -125,3 +125,22 @@ func TestTierCompactsStaleEntries(t *testing.T) {
 		t.Errorf("Count = %d, want 1", got)
 	}
 }
+
+func TestTierCountsBSUID(t *testing.T) {
+	t.Parallel()
+	tier := throughput.NewTier(2)
+	for _, to := range []string{"CO.1949266959121697", "+57 300 000 0001"} {
+		if ok, _ := tier.Admit(t0, to); !ok {
+			t.Fatalf("%s refused", to)
+		}
+	}
+	if ok, _ := tier.Admit(t0, "CO.1949266959121697"); !ok {
+		t.Error("a counted BSUID was refused")
+	}
+	if ok, _ := tier.Admit(t0, "BR.1502576394655843"); ok {
+		t.Error("a third recipient admitted by a tier of 2")
+	}
+	if got := tier.Count(t0); got != 2 {
+		t.Errorf("Count = %d, want 2", got)
+	}
+}

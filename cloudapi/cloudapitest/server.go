@@ -98,7 +98,8 @@ type Request struct {
 	At time.Time
 	// PhoneNumberID is the business number in the path.
 	PhoneNumberID string
-	// To is the recipient's digits ("" for a read receipt).
+	// To is the recipient: a phone number's digits, or the business-scoped
+	// user ID sent in "recipient" ("" for a read receipt).
 	To string
 	// Type is the message type ("read" for a read receipt).
 	Type string
@@ -116,14 +117,21 @@ type Request struct {
 	Body []byte
 }
 
-// Failure is a scripted answer.
+// Failure is a scripted answer. Every field has a safe zero value: the
+// zero Failure answers the next request with a bare 500 (no Graph body).
 type Failure struct {
-	// To limits the failure to one recipient's digits; "" matches any.
+	// To limits the failure to one recipient (any spelling of a phone
+	// number, or a BSUID); "" matches any.
 	To string
+	// Nth applies the failure to the Nth request it matches, counting from
+	// when it was scripted (0 and 1 both mean the next one); the requests
+	// before it pass. Use it to fail one bubble of a burst.
+	Nth int
 	// Code answers a Graph error with this code.
 	Code errcodes.Code
 	// Status is the HTTP status: with Code, 400 if zero; without Code, a
-	// bare status with a non-Graph body (a proxy's 502, say).
+	// bare status with a non-Graph body (a proxy's 502, say), 500 if zero.
+	// A status outside 100 to 599 counts as zero.
 	Status int
 	// Reset accepts the message, then drops the connection before
 	// answering: the client cannot know the outcome.
@@ -131,6 +139,11 @@ type Failure struct {
 	// Hang accepts the message, then answers nothing until the request's
 	// context ends (a timeout).
 	Hang bool
+	// Stall reads nothing: the request never leaves the client (a dial or
+	// TLS handshake that never completes) until its context ends. The
+	// message is not recorded. Only the in-memory transport (Client) can
+	// stall; over URL it behaves as Hang.
+	Stall bool
 }
 
 // Server is a fake Cloud API. It is safe for concurrent use.
@@ -150,11 +163,16 @@ type Server struct {
 	pairs    map[string]*pairState
 	recent   map[string][]time.Time // per number: accepted instants of the last second
 	tier     map[string]time.Time   // recipient -> latest template
-	script   []Failure
+	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
 	seq      int
 	srv      *httptest.Server
+}
+
+type scripted struct {
+	Failure
+	seen int // matching requests that passed so far
 }
 
 type pairState struct {
@@ -219,17 +237,22 @@ func (s *Server) FailNext(code errcodes.Code) { s.Script(Failure{Code: code}) }
 // FailNextFor scripts the next request to recipient to (in any spelling)
 // to fail with code.
 func (s *Server) FailNextFor(to string, code errcodes.Code) {
-	s.Script(Failure{To: digits(to), Code: code})
+	s.Script(Failure{To: to, Code: code})
 }
 
-// Script queues failures; each is used by the first request it matches.
+// Script queues failures; each is used by the Nth request it matches.
 func (s *Server) Script(f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range f {
-		f[i].To = digits(f[i].To)
+	for _, x := range f {
+		if x.To != "" {
+			x.To = recipientKey(x.To)
+		}
+		if x.Status < 100 || x.Status > 599 {
+			x.Status = 0
+		}
+		s.script = append(s.script, scripted{Failure: x})
 	}
-	s.script = append(s.script, f...)
 }
 
 // Maintenance makes number phoneNumberID answer 131057 until until.
@@ -277,7 +300,7 @@ var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/messages$`)
 // ServeHTTP answers one request as the Cloud API would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec, fail := s.handle(r)
-	if fail != nil && (fail.Reset || fail.Hang) {
+	if fail != nil && (fail.Reset || fail.Hang || fail.Stall) {
 		// Over a real socket: drop the connection without an answer.
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -346,23 +369,49 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		_, _ = w.WriteString(`{"success":true}`)
 		return w, nil
 	}
-	req.To, req.Type, req.CallbackData = digits(str(msg["to"])), str(msg["type"]), str(msg["biz_opaque_callback_data"])
-	if len(req.To) < 7 || len(req.To) > 15 || req.Type == "" || len(msg[req.Type]) == 0 {
-		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "to, type and the type's object are required")
+	req.Type, req.CallbackData = str(msg["type"]), str(msg["biz_opaque_callback_data"])
+	to, rcpt := str(msg["to"]), str(msg["recipient"])
+	switch {
+	case to != "" && rcpt != "":
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Set either to or recipient, not both")
+		return w, nil
+	case rcpt != "":
+		// A business-scoped user ID goes in "recipient" (Meta,
+		// "Business-scoped user IDs").
+		if !bsuidRE.MatchString(rcpt) {
+			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
+			return w, nil
+		}
+		req.To = rcpt
+	case bsuidRE.MatchString(to):
+		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "A business-scoped user ID goes in recipient, not to")
+		return w, nil
+	default:
+		req.To = digits(to)
+		if len(req.To) < 7 || len(req.To) > 15 {
+			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "to must be a phone number")
+			return w, nil
+		}
+	}
+	if req.Type == "" || len(msg[req.Type]) == 0 {
+		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "type and the type's object are required")
 		return w, nil
 	}
 
 	if f := s.takeScript(req.To); f != nil {
 		switch {
-		case f.Reset || f.Hang:
+		case f.Reset || f.Hang || f.Stall:
 			s.accept(&req, now)
 			req.Status = 0
 			s.requests = append(s.requests, req)
 			return w, f
 		case f.Code == 0:
 			req.Status = f.Status
+			if req.Status == 0 {
+				req.Status = http.StatusInternalServerError
+			}
 			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(f.Status)
+			w.WriteHeader(req.Status)
 			_, _ = w.WriteString("<html><body>upstream error</body></html>")
 			s.requests = append(s.requests, req)
 			return w, f
@@ -395,7 +444,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	s.requests = append(s.requests, req)
 	resp := map[string]any{
 		"messaging_product": "whatsapp",
-		"contacts":          []map[string]string{{"input": str(msg["to"]), "wa_id": req.To}},
+		"contacts":          []map[string]string{contact(to, rcpt)},
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
@@ -478,14 +527,21 @@ func (s *Server) tierOK(to string, now time.Time) bool {
 	return n < s.tierLimit
 }
 
-// takeScript removes and returns the first scripted failure matching to.
-// Called with s.mu held.
+// takeScript removes and returns the first scripted failure whose turn
+// it is for a request to to. Called with s.mu held.
 func (s *Server) takeScript(to string) *Failure {
-	for i, f := range s.script {
-		if f.To == "" || f.To == to {
-			s.script = append(s.script[:i], s.script[i+1:]...)
-			return &f
+	for i := range s.script {
+		sc := &s.script[i]
+		if sc.To != "" && sc.To != to {
+			continue
 		}
+		if sc.seen+1 < sc.Nth {
+			sc.seen++
+			continue
+		}
+		f := sc.Failure
+		s.script = append(s.script[:i], s.script[i+1:]...)
+		return &f
 	}
 	return nil
 }
@@ -509,6 +565,29 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
+// contact is the contacts[] entry of a success: wa_id for a phone number,
+// user_id for a business-scoped user ID.
+func contact(to, rcpt string) map[string]string {
+	if rcpt != "" {
+		return map[string]string{"input": rcpt, "user_id": rcpt}
+	}
+	return map[string]string{"input": to, "wa_id": digits(to)}
+}
+
+// bsuidRE is the fake's reading of a business-scoped user ID: an ISO 3166
+// alpha-2 country code, a dot, an optional "ENT." (a parent ID) and up to
+// 128 letters and digits.
+var bsuidRE = regexp.MustCompile(`^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$`)
+
+// recipientKey is how the fake keys a recipient: a BSUID as is, a phone
+// number by its digits.
+func recipientKey(s string) string {
+	if bsuidRE.MatchString(s) {
+		return s
+	}
+	return digits(s)
+}
+
 // digits keeps the digits of a phone number, dropping an international 00.
 func digits(s string) string {
 	var b strings.Builder
@@ -520,6 +599,25 @@ func digits(s string) string {
 	return strings.TrimPrefix(b.String(), "00")
 }
 
+// stall reports whether a scripted Stall takes r, which is then neither
+// read nor recorded. Only scripts without To can stall: the recipient is in
+// the body, which a stalled request never delivers.
+func (s *Server) stall(r *http.Request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.script {
+		sc := &s.script[i]
+		if sc.Stall && sc.To == "" && sc.seen+1 >= sc.Nth {
+			s.script = append(s.script[:i], s.script[i+1:]...)
+			return true
+		}
+		if sc.To == "" {
+			return false // an earlier script takes this request
+		}
+	}
+	return false
+}
+
 // transport calls the server in memory.
 type transport struct{ s *Server }
 
@@ -528,6 +626,14 @@ type transport struct{ s *Server }
 var ErrReset = errors.New("cloudapitest: connection reset by peer")
 
 func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	trace := httptrace.ContextClientTrace(r.Context())
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(r.URL.Host)
+	}
+	if t.s.stall(r) {
+		<-r.Context().Done()
+		return nil, fmt.Errorf("cloudapitest: no connection: %w", context.Cause(r.Context()))
+	}
 	body, err := io.ReadAll(r.Body)
 	if r.Body != nil {
 		r.Body.Close()
@@ -535,7 +641,7 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.WroteRequest != nil {
+	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 	r2 := r.Clone(r.Context())

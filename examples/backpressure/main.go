@@ -49,13 +49,12 @@ func main() {
 		fmt.Println("one-time code: rejected at once, nothing sent")
 		enc.Encode(map[string]any{
 			"code":           "WHATSAPP_BACKPRESSURE",
-			"limit":          bp.Limit,
-			"scope":          bp.Scope.String(),
+			"limit":          bp.Limit.String(),
 			"meta_code":      int(bp.Code),
 			"retryable":      true,
-			"retry_after_ms": bp.RetryAfter.Milliseconds(),
+			"retry_after_ms": bp.RetryAfter().Milliseconds(),
 			"expires_at":     bp.ExpiresAt.Format(time.RFC3339),
-			"send_state":     bp.SendState,
+			"send_state":     cloudapi.StateOf(err),
 		})
 
 		asked := w.Since()

@@ -29,6 +29,7 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 func main() {
@@ -53,14 +54,17 @@ func run(log *slog.Logger) error {
 	if token == "" {
 		return errors.New("WHATSAPP_TOKEN is not set")
 	}
-	client, err := cloudapi.New(token, cloudapi.WithBaseURL(*baseURL), cloudapi.WithLogger(log))
+	// One pair limiter paces the Client, tells the outbox's Run which lanes
+	// must wait, and tells the tools what a recipient already owes.
+	pairs := pairlimit.New(pairlimit.Meta)
+	client, err := cloudapi.New(token, cloudapi.WithBaseURL(*baseURL), cloudapi.WithLogger(log), cloudapi.WithPairLimiter(pairs))
 	if err != nil {
 		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ob, err := outbox.Open(ctx, *dsn)
+	ob, err := outbox.Open(ctx, *dsn, outbox.WithPairLimiter(pairs))
 	if err != nil {
 		return err
 	}
@@ -69,6 +73,7 @@ func run(log *slog.Logger) error {
 	server := mcp.NewServer(&mcp.Implementation{Name: "wapace", Title: "WhatsApp via wapace", Version: "v0.1.0"}, nil)
 	if err := mcptool.Register(server, mcptool.Config{
 		Outbox:   ob,
+		Pairs:    pairs,
 		From:     strings.Split(*from, ","),
 		SyncWait: *syncWait,
 	}); err != nil {

@@ -1,6 +1,7 @@
-// Package phone parses the phone numbers wapace keys its limits on: the
-// business phone number ID and the recipient's E.164 digits, both as
-// integers so that hot paths never hash strings.
+// Package phone parses the identifiers wapace keys its limits on: the
+// business phone number ID and the recipient (E.164 digits or a
+// business-scoped user ID), both as integers so that hot paths never hash
+// strings. Parse a recipient once with ParseTo and carry the Recipient.
 package phone
 
 import "strconv"
@@ -11,6 +12,9 @@ type Error struct {
 	Field string
 	// Reason says what is wrong, such as "has 5 digits, want 7 to 15".
 	Reason string
+	// Unsupported reports a well-formed BSUID that cannot be keyed without
+	// loss (see ParseTo).
+	Unsupported bool
 }
 
 // Error returns "invalid <field> number: <reason>".
@@ -38,10 +42,17 @@ func ParseFrom(s string) (uint64, error) {
 	return n, nil
 }
 
-// ParseRecipient parses a recipient in international format. A leading "+"
+// ParseRecipient parses a recipient, a phone number or a BSUID, and returns
+// its key (see ParseTo and Recipient.Key).
+func ParseRecipient(s string) (uint64, error) {
+	r, err := ParseTo(s)
+	return r.key, err
+}
+
+// parsePhone parses a phone number in international format. A leading "+"
 // or "00" prefix, spaces, dashes, dots, slashes and parentheses are dropped;
 // what remains must be 7 to 15 digits not starting with 0.
-func ParseRecipient(s string) (uint64, error) {
+func parsePhone(s string) (uint64, error) {
 	var (
 		n      uint64
 		digits int

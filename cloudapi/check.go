@@ -1,0 +1,162 @@
+package cloudapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/wapace/wapace/errcodes"
+)
+
+// maxBody caps what is read of a response.
+const maxBody = 1 << 20
+
+// CheckResponse reads resp's body (at most 1 MiB; it does not close it) and
+// returns it when resp is a success. Otherwise it returns an error: an
+// *errcodes.Error when the body is a Graph error object, whatever the
+// status (Meta has answered 200 with an error object), or an error that
+// matches errcodes.ErrNotGraphError for any other failure status (a proxy's
+// 502 page, say). It is the classification the Client applies to every
+// answer; callers that make their own requests can reuse it.
+//
+// What the error means for a message (refused, failed, outcome unknown)
+// depends on more than the body: Send decides it, and a 5xx may have acted.
+func CheckResponse(resp *http.Response) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("cloudapi: reading the http %d response: %w", resp.StatusCode, err)
+	}
+	if len(data) > maxBody {
+		return nil, fmt.Errorf("cloudapi: http %d response larger than %d bytes", resp.StatusCode, maxBody)
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok && !bytes.Contains(data, []byte(`"error"`)) {
+		return data, nil
+	}
+	ge, perr := errcodes.Parse(resp.StatusCode, data)
+	switch {
+	case perr == nil:
+		return nil, ge
+	case ok:
+		return data, nil // a success that merely mentions "error"
+	default:
+		return nil, fmt.Errorf("cloudapi: http %d: %w", resp.StatusCode, perr)
+	}
+}
+
+// attemptResult is one request's classified answer.
+type attemptResult struct {
+	state  SendState // StateAccepted, StateRefused (retry), StateFailed, StateNotSubmitted, StateSubmittedUnknown
+	result *Result
+	err    error           // the cause, never wrapped in ErrSubmittedUnknown
+	gerr   *errcodes.Error // Meta's error, when it sent one
+}
+
+// post makes one request for body and classifies the answer.
+func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte) attemptResult {
+	req, err := c.newRequest(ctx, from, body)
+	if err != nil {
+		return attemptResult{state: StateNotSubmitted, err: err}
+	}
+	// traced: the transport reports to httptrace (net/http's always asks
+	// for a connection first); wrote: a byte of the request may have left.
+	var traced, wrote atomic.Bool
+	trace := &httptrace.ClientTrace{
+		GetConn:      func(string) { traced.Store(true) },
+		WroteHeaders: func() { wrote.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { traced.Store(true); wrote.Store(true) },
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		err = c.scrub(err)
+		if refusedBeforeWrite(err) || (traced.Load() && !wrote.Load()) {
+			return attemptResult{state: StateNotSubmitted, err: err}
+		}
+		return attemptResult{state: StateSubmittedUnknown, err: err}
+	}
+	defer resp.Body.Close()
+	c.observeUsage(resp.Header)
+	data, err := CheckResponse(resp)
+	if err != nil {
+		var ge *errcodes.Error
+		if errors.As(err, &ge) {
+			c.scrubError(ge)
+			return attemptResult{state: decide(ge), err: ge, gerr: ge}
+		}
+		return attemptResult{state: StateSubmittedUnknown, err: c.scrub(err)}
+	}
+	r, ok := parseSuccess(kind, data)
+	if !ok {
+		return attemptResult{state: StateSubmittedUnknown, err: errors.New("cloudapi: http " + strconv.Itoa(resp.StatusCode) + " without a message ID")}
+	}
+	return attemptResult{state: StateAccepted, result: r}
+}
+
+// newRequest builds the POST of body to from's /messages endpoint, with
+// the token in the Authorization header only.
+func (c *Client) newRequest(ctx context.Context, from string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/messages", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token.token)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// refusedBeforeWrite reports whether a transport error proves that no byte
+// of the request left: the name did not resolve, the connection or its TLS
+// handshake never completed. It covers transports that do not report to
+// httptrace.
+func refusedBeforeWrite(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var rec tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &rec) || errors.As(err, &cv)
+}
+
+// parseSuccess reads a 2xx body.
+func parseSuccess(kind Kind, data []byte) (*Result, bool) {
+	if kind == KindRead {
+		var r struct {
+			Success bool `json:"success"`
+		}
+		return &Result{}, json.Unmarshal(data, &r) == nil && r.Success
+	}
+	var r struct {
+		Contacts []struct {
+			Input  string `json:"input"`
+			WaID   string `json:"wa_id"`
+			UserID string `json:"user_id"`
+		} `json:"contacts"`
+		Messages []struct {
+			ID            string `json:"id"`
+			MessageStatus string `json:"message_status"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(data, &r) != nil || len(r.Messages) == 0 || r.Messages[0].ID == "" {
+		return nil, false
+	}
+	res := &Result{MessageID: r.Messages[0].ID, MessageStatus: r.Messages[0].MessageStatus}
+	if len(r.Contacts) > 0 {
+		res.Input, res.WaID, res.UserID = r.Contacts[0].Input, r.Contacts[0].WaID, r.Contacts[0].UserID
+	}
+	return res, true
+}

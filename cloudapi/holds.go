@@ -1,0 +1,55 @@
+package cloudapi
+
+import (
+	"github.com/wapace/wapace/errcodes"
+)
+
+// This file is the one place that turns Meta's answer into an action for a
+// send, and it reads everything from errcodes.Class: whether the answer
+// proves nothing was sent (Class.NotSent), which limit a refusal holds
+// (Class.Hold), and whether waiting helps (Class.Retryable).
+
+// retried reports whether a refusal holding h is retried by the Client:
+// the limits it paces itself (the pair, the number, the call budget).
+func retried(cl errcodes.Class) bool {
+	switch cl.Hold {
+	case errcodes.HoldPair, errcodes.HoldPhoneNumber, errcodes.HoldApp, errcodes.HoldWABA:
+		return cl.Retryable
+	}
+	return false
+}
+
+// decide maps one Graph error answer to the message's state: StateRefused
+// (refused for a limit; retried when the Client paces that limit),
+// StateFailed, or StateSubmittedUnknown when the answer does not prove that
+// nothing was sent (any 5xx but 2494100, codes 1, 2, 131000, 131016).
+func decide(e *errcodes.Error) SendState {
+	cl := e.Class()
+	switch {
+	case !cl.NotSent(e.HTTPStatus):
+		return StateSubmittedUnknown
+	case retried(cl) || cl.Hold == errcodes.HoldTier:
+		return StateRefused
+	default:
+		return StateFailed
+	}
+}
+
+// standsFor returns the Meta code a local limit stands for in a
+// *BackpressureError, given the last refusal's code (or 0).
+func standsFor(h errcodes.Hold, last errcodes.Code) errcodes.Code {
+	if last != 0 && errcodes.Lookup(last).Hold == h {
+		return last
+	}
+	switch h {
+	case errcodes.HoldPair:
+		return errcodes.PairRateLimit
+	case errcodes.HoldPhoneNumber:
+		return errcodes.ThroughputLimit
+	case errcodes.HoldApp:
+		return errcodes.AppRateLimit
+	case errcodes.HoldWABA:
+		return errcodes.WABARateLimit
+	}
+	return 0
+}

@@ -1,0 +1,138 @@
+package cloudapi
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Defaults of the idempotency memory (WithIdempotencyMemory).
+const (
+	// DefaultIdempotencyKeys is how many keys a Client remembers.
+	DefaultIdempotencyKeys = 100_000
+	// DefaultIdempotencyAge is how long a Client remembers a key.
+	DefaultIdempotencyAge = 24 * time.Hour
+)
+
+// errInProgress is the cause of a duplicate whose first send has not ended.
+var errInProgress = errors.New("cloudapi: a send with this key is in progress")
+
+// sent is what the memory holds for one key: the first send's outcome.
+type sent struct {
+	state    SendState
+	result   *Result
+	err      error
+	attempts int
+	at       int64 // unix ns, for the age bound
+}
+
+// idemMemory remembers the keys a Client sent, bounded in entries and age:
+// at most max keys (each at most 512 bytes, Validate's limit, plus about
+// 200 bytes of outcome), none older than age. Keys are forgotten oldest
+// first. The zero value is not usable; see newIdemMemory.
+type idemMemory struct {
+	max int
+	age time.Duration
+
+	mu    sync.Mutex           // protects the fields below
+	m     map[string]idemEntry // by key
+	order []ringItem           // claims, oldest first from head (a FIFO ring)
+	head  int                  // index of the oldest claim in order
+	n     int                  // claims in order
+	seq   uint64               // numbers claims
+}
+
+type idemEntry struct {
+	rec *sent // nil while the send is in progress
+	seq uint64
+}
+
+type ringItem struct {
+	key string
+	seq uint64 // an item whose seq differs from its key's entry is stale
+}
+
+func newIdemMemory(max int, age time.Duration) *idemMemory {
+	return &idemMemory{max: max, age: age, m: map[string]idemEntry{}, order: make([]ringItem, max)}
+}
+
+// pop removes the oldest claim, forgetting its key unless the key was
+// claimed again since. Called with im.mu held.
+func (im *idemMemory) pop() {
+	it := im.order[im.head]
+	if e, ok := im.m[it.key]; ok && e.seq == it.seq {
+		delete(im.m, it.key)
+	}
+	im.order[im.head] = ringItem{}
+	im.head = (im.head + 1) % im.max
+	im.n--
+}
+
+// claim marks keys as in progress at now. It returns ok == false, claiming
+// nothing, when one of them is already remembered: then first is that
+// key's record (nil while its send is in progress) and dup its index.
+func (im *idemMemory) claim(now time.Time, keys []string) (dup int, first *sent, ok bool) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.expire(now.UnixNano())
+	for i, k := range keys {
+		if e, seen := im.m[k]; seen {
+			return i, e.rec, false
+		}
+		for _, prev := range keys[:i] {
+			if prev == k {
+				return i, nil, false
+			}
+		}
+	}
+	for _, k := range keys {
+		if im.n == im.max { // full: forget the oldest
+			im.pop()
+		}
+		im.seq++
+		im.order[(im.head+im.n)%im.max] = ringItem{key: k, seq: im.seq}
+		im.n++
+		im.m[k] = idemEntry{seq: im.seq}
+	}
+	return 0, nil, true
+}
+
+// record stores the outcome of key's send at now.
+func (im *idemMemory) record(now time.Time, key string, s sent) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if e, ok := im.m[key]; ok {
+		s.at = now.UnixNano()
+		e.rec = &s
+		im.m[key] = e
+	}
+}
+
+// release forgets key, whose message was not sent: it may be sent again.
+// Its claim stays in the ring as a stale item, dropped in turn.
+func (im *idemMemory) release(key string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	delete(im.m, key)
+}
+
+// expire forgets the oldest keys while they are older than the age bound.
+// Called with im.mu held.
+func (im *idemMemory) expire(now int64) {
+	for im.n > 0 {
+		it := im.order[im.head]
+		if e, ok := im.m[it.key]; ok && e.seq == it.seq && (e.rec == nil || now-e.rec.at < int64(im.age)) {
+			return
+		}
+		im.pop()
+	}
+}
+
+// duplicate returns the error (and, for an accepted first send, the
+// result) of a send whose key was already sent.
+func duplicate(key string, first *sent) (*Result, error) {
+	if first == nil {
+		return nil, &SendError{State: StateSubmittedUnknown, IdempotencyKey: key, Duplicate: true, Err: errInProgress}
+	}
+	return first.result, &SendError{State: first.state, IdempotencyKey: key, Attempts: first.attempts, Duplicate: true, Err: first.err}
+}

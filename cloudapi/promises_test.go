@@ -1,0 +1,433 @@
+package cloudapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// Promise 1: a 5xx means the server may have acted. Only codes that prove
+// refusal even at a 5xx (2494100, documented at 503) are retried.
+func TestFiveHundredsAreUnknownUnlessTheyProveRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		f        cloudapitest.Failure
+		state    cloudapi.SendState
+		requests int
+	}{
+		{"131056 at 500", cloudapitest.Failure{Code: errcodes.PairRateLimit, Status: 500}, cloudapi.StateSubmittedUnknown, 1},
+		{"130429 at 503", cloudapitest.Failure{Code: errcodes.ThroughputLimit, Status: 503}, cloudapi.StateSubmittedUnknown, 1},
+		{"100 at 502", cloudapitest.Failure{Code: errcodes.InvalidParameter, Status: 502}, cloudapi.StateSubmittedUnknown, 1},
+		{"131049 at 500", cloudapitest.Failure{Code: errcodes.MarketingLimit, Status: 500}, cloudapi.StateSubmittedUnknown, 1},
+		{"2494100 at 503 is retried", cloudapitest.Failure{Code: errcodes.MaintenanceMode, Status: 503}, cloudapi.StateAccepted, 2},
+		{"131056 at 400 is retried", cloudapitest.Failure{Code: errcodes.PairRateLimit}, cloudapi.StateAccepted, 2},
+		{"100 at 400 is failed", cloudapitest.Failure{Code: errcodes.InvalidParameter}, cloudapi.StateFailed, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.srv.Script(tc.f)
+				_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+				if got := cloudapi.StateOf(err); got != tc.state {
+					t.Errorf("StateOf = %v (%v), want %v", got, err, tc.state)
+				}
+				if tc.state == cloudapi.StateSubmittedUnknown && !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+					t.Errorf("err %v does not match ErrSubmittedUnknown", err)
+				}
+				if n := len(h.srv.Requests()); n != tc.requests {
+					t.Errorf("%d requests, want %d", n, tc.requests)
+				}
+			})
+		})
+	}
+}
+
+// Promise 2: a cancel or timeout before a byte was written leaves the
+// message not submitted (safe to send again), not unknown.
+func TestCancelBeforeWriteIsNotSubmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A dial that never completes: the request cannot have left.
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		defer tr.CloseIdleConnections()
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithBaseURL("http://meta.invalid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		m := cloudapi.Text(alice, "x")
+		m.IdempotencyKey = "k1"
+		_, err = c.Send(ctx, number, m)
+		var se *cloudapi.SendError
+		if !errors.As(err, &se) || se.State != cloudapi.StateNotSubmitted || errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+			t.Fatalf("Send = %v, want a not-submitted SendError", err)
+		}
+		// Not sent, so the key may be sent again (no ErrDuplicate).
+		ctx2, cancel2 := context.WithTimeout(t.Context(), time.Second)
+		defer cancel2()
+		if _, err := c.Send(ctx2, number, m); errors.Is(err, cloudapi.ErrDuplicate) {
+			t.Errorf("resend of a message never sent: %v", err)
+		}
+	})
+}
+
+// A transport that does not report to httptrace and fails after writing:
+// the outcome stays unknown (never assume nothing left).
+type opaqueTransport struct{}
+
+func (opaqueTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	return nil, errors.New("connection reset")
+}
+
+func TestUntracedTransportErrorIsUnknown(t *testing.T) {
+	c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: opaqueTransport{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+	if !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+		t.Fatalf("Send = %v, want ErrSubmittedUnknown", err)
+	}
+}
+
+// Promise 4: everything serialised later is validated first: a bad
+// date_time costs nothing, the pair least of all.
+func TestBadParametersFailBeforeSpending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pairs := pairlimit.New(pairlimit.Meta)
+		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairs))
+		dt := func(raw string) cloudapi.Component {
+			return cloudapi.Body(cloudapi.Parameter{Type: "date_time", DateTime: json.RawMessage(raw)})
+		}
+		idx := 0
+		bad := []struct {
+			name  string
+			m     cloudapi.Message
+			field string
+		}{
+			{"date_time not JSON", cloudapi.Template(alice, "t", "en", dt(`{"fallback_value":`)), "template.components[0].parameters[0].date_time"},
+			{"date_time not an object", cloudapi.Template(alice, "t", "en", dt(`"monday"`)), "template.components[0].parameters[0].date_time"},
+			{"date_time without fallback", cloudapi.Template(alice, "t", "en", dt(`{"day_of_week":1}`)), "template.components[0].parameters[0].date_time.fallback_value"},
+			{"currency without object", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.Parameter{Type: "currency"})), "template.components[0].parameters[0].currency"},
+			{"currency code", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.CurrencyParam("$1", "usd", 1000))), "template.components[0].parameters[0].currency.code"},
+			{"image without media", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "image"})), "template.components[0].parameters[0].image"},
+			{"two fields", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.Parameter{Type: "text", Text: "a", Payload: "b"})), "template.components[0].parameters[0]"},
+			// Issue 16: parameters the package cannot express are rejected, not sent empty.
+			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].sub_type"},
+			{"location header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "location"})), "template.components[0].parameters[0].type"},
+			{"limited-time offer", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].type"},
+			{"copy code too long", cloudapi.Template(alice, "t", "en", cloudapi.CopyCodeButton(0, strings.Repeat("C", 16))), "template.components[0].parameters[0].coupon_code"},
+			// Issue 12 section 4: Meta's template parameter limits.
+			{"header param over 60", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.TextParam(strings.Repeat("h", 61)))), "template.components[0].parameters[0].text"},
+			{"body param over 1024 with a header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.TextParam("h")), cloudapi.Body(cloudapi.TextParam(strings.Repeat("b", 1025)))), "template.components[1].parameters[0].text"},
+			{"bad parameter name", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("First Name", "Ada"))), "template.components[0].parameters[0].parameter_name"},
+			{"duplicate parameter name", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("a", "1"), cloudapi.NamedTextParam("a", "2"))), "template.components[0].parameters[1].parameter_name"},
+			{"named and positional", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("a", "1"), cloudapi.TextParam("2"))), "template.components[0].parameters"},
+			{"duplicate button titles", cloudapi.Buttons(alice, "pick", cloudapi.Button{ID: "a", Title: "Yes"}, cloudapi.Button{ID: "b", Title: "Yes"}), "interactive.action.buttons[1].reply.title"},
+			// Promise 5: a key that JSON would alter never matches its webhooks.
+			{"key not UTF-8", withKey(cloudapi.Text(alice, "x"), "order-\xff"), "idempotency_key"},
+			// Issue 12 section 1: no authentication template to a BSUID (131062).
+			{"authentication to a BSUID", cloudapi.AuthenticationTemplate("CO.1949266959121697", "login_code", "en", "123456"), "to"},
+		}
+		for _, tt := range bad {
+			_, err := h.c.Send(t.Context(), number, tt.m)
+			var ve *cloudapi.ValidationError
+			if !errors.As(err, &ve) || ve.Field != tt.field {
+				t.Errorf("%s: Send = %v, want a ValidationError on %q", tt.name, err, tt.field)
+			}
+			if err := tt.m.Validate(); !errors.As(err, &ve) {
+				t.Errorf("%s: Validate = %v", tt.name, err)
+			}
+		}
+		if n := len(h.srv.Requests()); n != 0 || pairs.Len() != 0 {
+			t.Errorf("invalid input spent something: %d requests, %d pairs", n, pairs.Len())
+		}
+		good := []cloudapi.Message{
+			cloudapi.Template(alice, "t", "en", dt(`{"fallback_value":"Monday"}`)),
+			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam(strings.Repeat("b", 32768)))),
+			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.NamedTextParam("first_name", "Ada"), cloudapi.NamedTextParam("order_2", "42"))),
+			cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.TextParam("25OFF")), cloudapi.CopyCodeButton(0, "25OFF")),
+		}
+		for i, m := range good {
+			if err := m.Validate(); err != nil {
+				t.Errorf("good message %d: %v", i, err)
+			}
+		}
+	})
+}
+
+func withKey(m cloudapi.Message, key string) cloudapi.Message {
+	m.IdempotencyKey = key
+	return m
+}
+
+// Issue 12 section 1: a BSUID recipient is addressed with "recipient".
+func TestBSUIDRecipient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		const user = "CO.1949266959121697"
+		for _, m := range []cloudapi.Message{cloudapi.Text(user, "hi"), cloudapi.Template(user, "order_update", "en"),
+			cloudapi.Image(user, cloudapi.MediaID("1")), cloudapi.Reaction(user, "wamid.X", "👍")} {
+			if err := m.Validate(); err != nil {
+				t.Fatalf("%s to a BSUID: %v", m.Kind(), err)
+			}
+		}
+		start := time.Now()
+		if _, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(user, "1"), cloudapi.Text(user, "2")); err != nil {
+			t.Fatal(err)
+		}
+		res, err := h.c.Send(t.Context(), number, cloudapi.Text(user, "3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Paced exactly like a phone number: two bubbles owe 12 s.
+		if got := res.SentAt.Sub(start); got != 12*time.Second+pairlimit.DefaultMargin {
+			t.Errorf("third message at +%v", got)
+		}
+		for _, r := range h.srv.Requests() {
+			var body map[string]any
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := body["to"]; ok || body["recipient"] != user {
+				t.Errorf("body %s: want recipient and no to", r.Body)
+			}
+		}
+	})
+}
+
+// Bursts: a 131056 on bubble k keeps only the debt of the bubbles Meta
+// accepted; the rest wait the hold, not the whole reservation's debt.
+func TestBurstRefusalHoldsOnlyWhatTheModelRequires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		start := time.Now()
+		h.srv.Script(cloudapitest.Failure{Code: errcodes.PairRateLimit, Nth: 2})
+		rs, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(alice, "1/3"), cloudapi.Text(alice, "2/3"), cloudapi.Text(alice, "3/3"))
+		if err != nil {
+			t.Fatalf("SendBurst = %v", err)
+		}
+		var at []time.Duration
+		for _, r := range rs {
+			at = append(at, r.SentAt.Sub(start))
+		}
+		// Bubbles 2 and 3 go together once the pair has repaid bubble 1 (and
+		// the 1 s hold of a first 131056 is over), not after the 18 s debt
+		// of the whole reservation.
+		due := 6*time.Second + pairlimit.DefaultMargin
+		if want := []time.Duration{0, due, due}; !reflect.DeepEqual(at, want) {
+			t.Errorf("bubbles sent at %v, want %v", at, want)
+		}
+	})
+}
+
+// Idempotency: a key already sent makes zero requests and returns the first
+// outcome.
+func TestDuplicateKeyMakesNoRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		m := withKey(cloudapi.Text(alice, "once"), "order-1")
+		first, err := h.c.Send(t.Context(), number, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := h.c.Send(t.Context(), number, m)
+		var se *cloudapi.SendError
+		if !errors.Is(err, cloudapi.ErrDuplicate) || !errors.As(err, &se) || !se.Duplicate || res != first || cloudapi.StateOf(err) != cloudapi.StateAccepted {
+			t.Errorf("second Send = %+v, %v; want ErrDuplicate carrying the first result", res, err)
+		}
+		// A failed key and an unknown key are remembered too.
+		h.srv.FailNext(errcodes.MarketingLimit)
+		failed := withKey(cloudapi.Template(bob, "promo", "en"), "promo-1")
+		_, err1 := h.c.Send(t.Context(), number, failed)
+		_, err2 := h.c.Send(t.Context(), number, failed)
+		if !errors.Is(err2, cloudapi.ErrDuplicate) || cloudapi.StateOf(err2) != cloudapi.StateFailed || !errors.Is(err2, errcodes.MarketingLimit) {
+			t.Errorf("duplicate of a failed send = %v (first %v)", err2, err1)
+		}
+		h.srv.Script(cloudapitest.Failure{Reset: true})
+		unknown := withKey(cloudapi.Text("+237 690 00 00 09", "x"), "u-1")
+		h.c.Send(t.Context(), number, unknown)
+		if _, err := h.c.Send(t.Context(), number, unknown); !errors.Is(err, cloudapi.ErrDuplicate) || !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
+			t.Errorf("duplicate of an unknown send = %v", err)
+		}
+		// Keys repeated inside one burst are duplicates too.
+		if _, err := h.c.SendBurst(t.Context(), number, withKey(cloudapi.Text(alice, "a"), "b-1"), withKey(cloudapi.Text(alice, "b"), "b-1")); !errors.Is(err, cloudapi.ErrDuplicate) {
+			t.Errorf("repeated key in a burst = %v", err)
+		}
+		if n := len(h.srv.Requests()); n != 3 {
+			t.Errorf("%d requests, want 3 (one per key)", n)
+		}
+	})
+}
+
+func TestIdempotencyMemoryIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, cloudapi.WithIdempotencyMemory(2, time.Hour))
+		send := func(key string) error {
+			_, err := h.c.Send(t.Context(), number, withKey(cloudapi.Text(fmt.Sprintf("+23769100%04d", len(h.srv.Requests())), "x"), key))
+			return err
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if err := send(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := send("c"); !errors.Is(err, cloudapi.ErrDuplicate) {
+			t.Errorf("recent key: %v", err)
+		}
+		if err := send("a"); err != nil { // evicted: the third key pushed it out
+			t.Errorf("evicted key: %v", err)
+		}
+		time.Sleep(time.Hour)
+		if err := send("c"); err != nil { // aged out
+			t.Errorf("aged key: %v", err)
+		}
+	})
+}
+
+// Promise 6: Meta's fields echoing a short token never reach errors or logs.
+func TestShortTokenEchoedByMetaIsScrubbed(t *testing.T) {
+	const short = "EAAshort123"
+	echo := roundTrip(func(r *http.Request) (*http.Response, error) {
+		body := `{"error":{"message":"(#190) token EAAshort123 is invalid","type":"OAuthException","code":131999,"title":"bad EAAshort123","error_data":{"details":"EAAshort123"},"fbtrace_id":"EAAshort123"}}`
+		return &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})
+	var logs bytes.Buffer
+	c, err := cloudapi.New(short, cloudapi.WithHTTPClient(&http.Client{Transport: echo}),
+		cloudapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+	var ge *errcodes.Error
+	if !errors.As(err, &ge) {
+		t.Fatalf("Send = %v", err)
+	}
+	all := fmt.Sprintf("%v %+v %s %s %s %s %s", err, *ge, ge.Message, ge.Title, ge.Details, ge.FBTraceID, logs.String())
+	if strings.Contains(all, short) {
+		t.Errorf("the token leaks: %s", all)
+	}
+	// Printing the Client value, not only the pointer, hides the token.
+	for _, verb := range []string{"%v", "%+v", "%#v"} {
+		if out := fmt.Sprintf(verb, reflect.ValueOf(c).Elem().Interface()); strings.Contains(out, short) {
+			t.Errorf("%s of a Client value prints the token", verb)
+		}
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Issue 16: a 2xx whose body is a Graph error object is that error.
+func TestCheckResponse(t *testing.T) {
+	t.Parallel()
+	resp := func(status int, body string) *http.Response {
+		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
+	}
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		code   errcodes.Code // 0: success or not a Graph error
+		ok     bool
+	}{
+		{"success", 200, `{"messages":[{"id":"wamid.1"}]}`, 0, true},
+		{"success that says error", 200, `{"messages":[{"id":"wamid.1","text":"error"}]}`, 0, true},
+		{"200 with an error object", 200, `{"error":{"code":131056,"message":"(#131056) pair"}}`, errcodes.PairRateLimit, false},
+		{"400", 400, `{"error":{"code":100,"message":"bad"}}`, errcodes.InvalidParameter, false},
+		{"proxy page", 502, `<html>bad gateway</html>`, 0, false},
+		{"too large", 200, strings.Repeat(" ", 1<<20+1), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := cloudapi.CheckResponse(resp(tc.status, tc.body))
+			var ge *errcodes.Error
+			switch {
+			case tc.ok:
+				if err != nil || len(body) == 0 {
+					t.Errorf("= %q, %v; want the body", body, err)
+				}
+			case tc.code != 0:
+				if !errors.As(err, &ge) || ge.Code != tc.code || ge.HTTPStatus != tc.status {
+					t.Errorf("= %v; want code %d", err, tc.code)
+				}
+			default:
+				if err == nil || errors.As(err, &ge) {
+					t.Errorf("= %v; want a non-Graph error", err)
+				}
+			}
+		})
+	}
+}
+
+// Promise 8: options are validated one way, and a custom *http.Client keeps
+// a bounded timeout.
+func TestOptionsOneWay(t *testing.T) {
+	for name, o := range map[string]cloudapi.Option{
+		"nil option":      nil,
+		"nil tier":        cloudapi.WithTier(nil),
+		"nil observer":    cloudapi.WithObserver(nil),
+		"idempotency":     cloudapi.WithIdempotencyMemory(0, time.Hour),
+		"idempotency age": cloudapi.WithIdempotencyMemory(10, 0),
+	} {
+		if _, err := cloudapi.New(secretToken, o); !errors.Is(err, cloudapi.ErrInvalidOption) {
+			t.Errorf("%s: New = %v", name, err)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Script(cloudapitest.Failure{Hang: true})
+		start := time.Now()
+		_, err = c.Send(context.Background(), number, cloudapi.Text(alice, "x"))
+		if !errors.Is(err, cloudapi.ErrSubmittedUnknown) || time.Since(start) != cloudapi.DefaultTimeout {
+			t.Errorf("Send = %v after %v, want unknown after %v", err, time.Since(start), cloudapi.DefaultTimeout)
+		}
+	})
+}
+
+// Promise 3: tier capacity reserved for a message that never went out is
+// given back.
+func TestTierGivenBackWhenNotSent(t *testing.T) {
+	t.Skip("waits for the Tier give-back from the cores branch")
+	synctest.Test(t, func(t *testing.T) {
+		tier := throughput.NewTier(1)
+		h := newHarness(t, nil, cloudapi.WithTier(tier))
+		h.srv.FailNext(errcodes.InvalidParameter) // Meta refuses it: no conversation opens
+		if _, err := h.c.Send(t.Context(), number, cloudapi.Template(alice, "welcome", "en")); cloudapi.StateOf(err) != cloudapi.StateFailed {
+			t.Fatalf("first template: %v", err)
+		}
+		if n := tier.Count(time.Now()); n != 0 {
+			t.Errorf("tier counts %d after a message that was not sent", n)
+		}
+		m := cloudapi.Template(bob, "welcome", "en")
+		m.ExpiresAt = time.Now().Add(time.Hour)
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Errorf("second template: %v", err)
+		}
+	})
+}
