@@ -20,6 +20,10 @@ func (q outboxQueue) enqueue(ctx context.Context, from string, m cloudapi.Messag
 	case err == nil:
 		return ticket{key: tk.Key, operationID: tk.Key, state: tk.State.String(), estimatedSendAt: tk.EstimatedAt}, nil
 	case errors.Is(err, outbox.ErrQueueFull):
+		var re *outbox.RejectError
+		if errors.As(err, &re) && re.Full == "lane" {
+			return ticket{}, fmt.Errorf("%w: %w", errLaneFull, err)
+		}
 		return ticket{}, fmt.Errorf("%w: %w", errQueueFull, err)
 	case errors.Is(err, outbox.ErrOutsideWindow):
 		return ticket{}, fmt.Errorf("%w: %w", errcodes.ReEngagement, err)

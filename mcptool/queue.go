@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -55,5 +56,6 @@ const (
 var (
 	errNotFound  = errors.New("mcptool: no such message")
 	errQueueFull = errors.New("mcptool: queue full")
+	errLaneFull  = fmt.Errorf("%w: the recipient's lane", errQueueFull)
 	errExpired   = errors.New("mcptool: message expired")
 )
