@@ -34,6 +34,8 @@ type fakeQueue struct {
 	clk      clock.Clock
 	// settle, when set, gives an item's state the first time it is read.
 	settle func(*item)
+	// advance moves the mock clock on the first read.
+	advance time.Duration
 }
 
 func (q *fakeQueue) enqueue(_ context.Context, _ string, m cloudapi.Message) (ticket, error) {
@@ -65,6 +67,10 @@ func (q *fakeQueue) get(_ context.Context, id string) (item, error) {
 	}
 	if q.settle != nil && it.state == stateQueued {
 		q.settle(it)
+	}
+	if q.advance > 0 {
+		q.clk.(*clock.Mock).Add(q.advance)
+		q.advance = 0
 	}
 	return *it, nil
 }
@@ -130,6 +136,7 @@ func TestDecisionTable(t *testing.T) {
 		reject    error
 		estimate  time.Duration
 		settle    func(*item)
+		advance   time.Duration
 		wantError bool
 		want      map[string]any
 		wantSent  int
@@ -227,6 +234,15 @@ func TestDecisionTable(t *testing.T) {
 			wantSent: 1,
 		},
 		{
+			name:      "deadline passes while queued",
+			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k13", "max_delay_ms": 500},
+			advance:   time.Second,
+			wantError: true,
+			want: map[string]any{"code": CodeMessageExpired, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+				"expires_at": stamp(t0.Add(500 * time.Millisecond)), "send_state": "not_submitted", "idempotency_key": "k13", "operation_id": "k13"},
+			wantSent: 1,
+		},
+		{
 			name:      "expired while waiting",
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k12"},
 			settle:    func(it *item) { it.state = stateExpired },
@@ -240,7 +256,7 @@ func TestDecisionTable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clock.NewMock()
 			clk.Set(t0)
-			q := &fakeQueue{clk: clk, reject: tt.reject, estimate: tt.estimate, settle: tt.settle}
+			q := &fakeQueue{clk: clk, reject: tt.reject, estimate: tt.estimate, settle: tt.settle, advance: tt.advance}
 			// A zero sync wait: the call reads the outbox once and decides.
 			cs := connect(t, q, clk, 0)
 			got, res, err := call(t, cs, SendToolName, tt.args)

@@ -256,7 +256,13 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 			return t.fail(unknownOutcome(errcodes.Code(it.code), r.deadline, key, op)), nil
 		}
 		if !now.Before(stop) {
+			queuedPastDeadline := it.state == stateQueued && !r.deadline.IsZero() && !now.Before(r.deadline)
 			switch {
+			case queuedPastDeadline && !r.capped:
+				// Its own deadline passed while it waited: the outbox
+				// expires it without sending it.
+				return t.fail(failure(CodeMessageExpired, 0, false, 0, r.deadline, cloudapi.StateNotSubmitted, key, op,
+					"Not sent: its deadline passed before it could go, and it will be dropped unsent. Regenerate it if it still matters.")), nil
 			case !r.sync:
 				return t.queued(now, later(estimate, now), r.deadline, key, op), nil
 			case it.state == stateSending:
