@@ -378,6 +378,10 @@ func TestMetaOutcomes(t *testing.T) {
 		if diff := cmp.Diff([]string{"queued", "sending", "submitted_unknown", "delivered"}, states(st)); diff != "" {
 			t.Errorf("transitions (-want +got):\n%s", diff)
 		}
+		tr := st["transitions"].([]any)
+		if reason, _ := tr[3].(map[string]any)["reason"].(string); reason == "" {
+			t.Errorf("the delivered transition does not say how the unknown outcome was settled: %v", tr[3])
+		}
 		time.Sleep(time.Minute)
 		reqs := 0
 		for _, r := range w.meta.Requests() {

@@ -26,7 +26,7 @@ const (
 	// minutes, long before Meta's 30-day time-to-live.
 	DefaultReplyTTL = 2 * time.Minute
 	// DefaultPollInterval is how often a waiting call reads the outbox.
-	DefaultPollInterval = 50 * time.Millisecond
+	DefaultPollInterval = 20 * time.Millisecond
 	// DefaultAcceptWait is how long a delivery "async" call waits for a
 	// message that can go now to be accepted before it reports it queued.
 	DefaultAcceptWait = time.Second
