@@ -481,3 +481,32 @@ func TestRepeatedKey(t *testing.T) {
 		}
 	})
 }
+
+// Every kind of message the tool builds goes out: text to a BSUID, reply
+// buttons, a template with parameters.
+func TestMessageKinds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, mcptool.Config{})
+		calls := []map[string]any{
+			{"to": "CO.1949266959121697", "text": "Hola", "idempotency_key": "bsuid"},
+			{"to": user, "idempotency_key": "buttons", "reply_to": "wamid.IN1",
+				"buttons": map[string]any{"body": "Keep your 8 pm slot?", "buttons": []any{
+					map[string]any{"id": "keep", "title": "Keep it"}, map[string]any{"id": "move", "title": "Move it"}}}},
+			{"to": "+237 690 00 00 03", "idempotency_key": "template",
+				"template": map[string]any{"name": "order_update", "language": "en_US", "category": "utility", "parameters": []any{"A-17", "Friday"}}},
+		}
+		for _, args := range calls {
+			if got, isErr := w.send(args); isErr || got["status"] != "accepted" {
+				t.Errorf("%s: %v", args["idempotency_key"], got)
+			}
+		}
+		types := map[string]string{}
+		for _, r := range w.meta.Requests() {
+			types[r.CallbackData] = r.Type
+		}
+		want := map[string]string{"bsuid": "text", "buttons": "interactive", "template": "template"}
+		if diff := cmp.Diff(want, types); diff != "" {
+			t.Errorf("request types (-want +got):\n%s", diff)
+		}
+	})
+}
