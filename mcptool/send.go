@@ -307,9 +307,13 @@ func later(a, b time.Time) time.Time {
 // queued is the result for a message waiting in the outbox.
 func (t *tools) queued(now, at, deadline time.Time, key, op string) outcome {
 	at = later(at, now)
+	tail := "it will expire unsent if it cannot go before its deadline"
+	if !deadline.IsZero() && at.After(deadline) {
+		tail = "that is after its deadline, so it will probably expire unsent"
+	}
 	return outcome{
-		summary: fmt.Sprintf("Queued, not sent yet: expected to go at %s (in about %s); it will expire unsent if it cannot go before its deadline. Check with get_message_status.",
-			stamp(at), at.Sub(now).Round(time.Millisecond)),
+		summary: fmt.Sprintf("Queued, not sent yet: expected to go at %s (in about %s); %s. Check with get_message_status.",
+			stamp(at), at.Sub(now).Round(time.Millisecond), tail),
 		value: SendResult{Status: StatusQueued, OperationID: op, IdempotencyKey: key,
 			EstimatedSendAt: stamp(at), RetryAfterMS: ms(at.Sub(now)), ExpiresAt: stamp(deadline)},
 	}

@@ -8,7 +8,8 @@
 // -base-url is the Graph API base URL (Meta's by default; point it at a fake
 // such as wapace-fakemeta for demos), -from the business phone number ID(s)
 // the agent may send from (comma-separated, the first is the default), and
-// -outbox an outbox DSN ("sqlite:PATH" or a postgres:// URL). The access
+// -outbox an outbox DSN ("sqlite:PATH" or a postgres:// URL); -sync-wait and
+// -accept-wait tune mcptool.Config's SyncWait and AcceptWait. The access
 // token is read from WHATSAPP_TOKEN and never printed or logged. Stdout
 // carries the protocol; diagnostics go to stderr.
 package main
@@ -44,7 +45,8 @@ func run(log *slog.Logger) error {
 	baseURL := flag.String("base-url", cloudapi.DefaultBaseURL, "Graph API base URL")
 	from := flag.String("from", "", "business phone number ID(s) to send from, comma-separated (required)")
 	dsn := flag.String("outbox", "sqlite:wapace-outbox.db", "outbox DSN: sqlite:PATH or a postgres:// URL")
-	syncWait := flag.Duration("sync-wait", mcptool.DefaultSyncWait, "longest wait of one call for Meta's answer")
+	syncWait := flag.Duration("sync-wait", mcptool.DefaultSyncWait, "longest wait of a delivery sync call for Meta's answer")
+	acceptWait := flag.Duration("accept-wait", mcptool.DefaultAcceptWait, "how long a delivery async call waits for a message that can go now")
 	flag.Parse()
 
 	if *from == "" {
@@ -72,10 +74,11 @@ func run(log *slog.Logger) error {
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "wapace", Title: "WhatsApp via wapace", Version: "v0.1.0"}, nil)
 	if err := mcptool.Register(server, mcptool.Config{
-		Outbox:   ob,
-		Pairs:    pairs,
-		From:     strings.Split(*from, ","),
-		SyncWait: *syncWait,
+		Outbox:     ob,
+		Pairs:      pairs,
+		From:       strings.Split(*from, ","),
+		SyncWait:   *syncWait,
+		AcceptWait: *acceptWait,
 	}); err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func TestStdio(t *testing.T) {
 	bin := build(t)
 	meta := cloudapitest.NewServer(t, cloudapitest.WithToken(token))
 	cmd := exec.Command(bin, "-base-url", meta.URL(), "-from", from,
-		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-sync-wait", "2s")
+		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-accept-wait", "3s")
 	cmd.Env = append(os.Environ(), "WHATSAPP_TOKEN="+token)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
