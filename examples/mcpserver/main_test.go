@@ -166,6 +166,25 @@ func TestStdio(t *testing.T) {
 		t.Errorf("%d accepted before the queue drained, want 1", n)
 	}
 
+	// A one-time code that cannot wait for the pair is refused at once as a
+	// tool error; a malformed call is a protocol error.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_whatsapp_message", Arguments: map[string]any{
+		"to": "+237 690 00 00 01", "idempotency_key": "otp", "max_delay_ms": 2000,
+		"template": map[string]any{"name": "login_code", "language": "en", "code": "482913"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := structured(t, res); !res.IsError || got["code"] != "WHATSAPP_BACKPRESSURE" || got["meta_code"] != 131056.0 ||
+		got["retryable"] != true || got["send_state"] != "not_submitted" {
+		t.Errorf("one-time code: %v", got)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_whatsapp_message", Arguments: map[string]any{
+		"to": "+237 690 00 00 01", "text": "hi", "max_delay_ms": "soon",
+	}}); err == nil || !strings.Contains(err.Error(), "max_delay_ms") {
+		t.Errorf("malformed call: %v, want a protocol error naming max_delay_ms", err)
+	}
+
 	// Poll until every message is accepted.
 	deadline := time.Now().Add(40 * time.Second)
 	for _, key := range keys {
@@ -195,6 +214,11 @@ func TestStdio(t *testing.T) {
 	for _, key := range keys {
 		if byKey[key] != 1 {
 			t.Errorf("%s accepted %d times, want 1", key, byKey[key])
+		}
+	}
+	for _, r := range meta.Requests() {
+		if r.CallbackData == "otp" {
+			t.Error("the refused one-time code reached Meta")
 		}
 	}
 	if n := meta.Count(131056); n != 0 {
