@@ -66,9 +66,9 @@ func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (
 
 // EnqueueTx is Enqueue inside the caller's transaction tx (begun on DB()),
 // so that a business row and its message commit or roll back together.
-// Nothing is visible to Run before tx commits; Run finds it at its next
-// wake-up (see WithIdleWake) or the next Enqueue. The observer hears of it
-// at once.
+// Nothing is visible to Run before tx commits: call Wake after the commit
+// (or Run finds it at its next wake-up, see WithIdleWake). The observer
+// hears of it at once.
 func (o *Outbox) EnqueueTx(ctx context.Context, tx *sql.Tx, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
@@ -84,6 +84,11 @@ func (o *Outbox) EnqueueTx(ctx context.Context, tx *sql.Tx, from string, m cloud
 	o.notify(evs)
 	return t, nil
 }
+
+// Wake makes Run look for work now. Call it after committing a
+// transaction in which EnqueueTx stored items (Run cannot see them before
+// the commit); Enqueue needs no Wake.
+func (o *Outbox) Wake() { o.poke() }
 
 // poke wakes Run without blocking.
 func (o *Outbox) poke() {
@@ -147,16 +152,21 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		return &RejectError{BackpressureError: bp, Reason: reason, Full: full}
 	}
 
-	// An existing key stores nothing new.
-	var st string
-	var enq, exp int64
-	err = tx.QueryRowContext(ctx, o.q(`SELECT state, enqueued_at, expires_at FROM outbox_items WHERE ikey = ?`), key).Scan(&st, &enq, &exp)
-	if err == nil {
-		s, _ := parseState(st)
-		return Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}, nil, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	// An existing key stores nothing new. (One query reads the key and
+	// the lane's depth.)
+	var st sql.NullString
+	var enq, exp sql.NullInt64
+	var laneDepth int
+	err = tx.QueryRowContext(ctx, o.q(`SELECT
+		(SELECT state FROM outbox_items WHERE ikey = ?), (SELECT enqueued_at FROM outbox_items WHERE ikey = ?),
+		(SELECT expires_at FROM outbox_items WHERE ikey = ?),
+		(SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND state IN ('queued', 'sending'))`), key, key, key, lane).Scan(&st, &enq, &exp, &laneDepth)
+	if err != nil {
 		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	if st.Valid {
+		s, _ := parseState(st.String)
+		return Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq.Int64), ExpiresAt: fromNanos(exp.Int64)}, nil, nil
 	}
 
 	if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
@@ -174,10 +184,6 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	}
 
 	// Capacity and the estimate.
-	var laneDepth int
-	if err := tx.QueryRowContext(ctx, o.q(`SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND state IN ('queued', 'sending')`), lane).Scan(&laneDepth); err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
 	if laneDepth >= o.cfg.laneCapacity {
 		return Ticket{}, nil, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
 	}
@@ -215,10 +221,7 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		// Another worker stored the same key meanwhile.
 		return Ticket{Key: key, State: StateQueued, Existing: true}, nil, nil
 	}
-	evs, err := o.record(ctx, tx, now, StateQueued, "", key)
-	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
+	evs := events(now, StateQueued, "", key)
 	o.countEnqueued(from)
 	return Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}, evs, nil
 }

@@ -203,6 +203,12 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	last_inbound INTEGER NOT NULL,
 	PRIMARY KEY (sender, recipient)
 );
+CREATE TRIGGER IF NOT EXISTS outbox_items_inserted AFTER INSERT ON outbox_items BEGIN
+	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
+END;
+CREATE TRIGGER IF NOT EXISTS outbox_items_changed AFTER UPDATE OF state ON outbox_items WHEN new.state <> old.state BEGIN
+	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
+END;
 `
 
 const schemaPostgres = `
@@ -250,6 +256,15 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	last_inbound BIGINT NOT NULL,
 	PRIMARY KEY (sender, recipient)
 );
+CREATE OR REPLACE FUNCTION outbox_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' OR NEW.state <> OLD.state THEN
+		INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (NEW.ikey, NEW.state_at, NEW.state, NEW.reason);
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF state ON outbox_items
+	FOR EACH ROW EXECUTE FUNCTION outbox_record_transition();
 `
 
 func (o *Outbox) migrate(ctx context.Context) error {
@@ -325,31 +340,15 @@ type execer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// record inserts transitions and returns the events to hand the observer
-// after commit.
-func (o *Outbox) record(ctx context.Context, ex execer, at time.Time, st State, reason string, keys ...string) ([]Event, error) {
-	if len(keys) == 0 {
-		return nil, nil
+// events describes transitions for the observer. The transitions
+// themselves are recorded by the database's triggers, in the same
+// statement as the change of state.
+func events(at time.Time, st State, reason string, keys ...string) []Event {
+	evs := make([]Event, len(keys))
+	for i, k := range keys {
+		evs[i] = Event{At: at, Key: k, State: st, Reason: reason}
 	}
-	evs := make([]Event, 0, len(keys))
-	for start := 0; start < len(keys); start += 200 {
-		end := min(start+200, len(keys))
-		var b strings.Builder
-		b.WriteString("INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES ")
-		args := make([]any, 0, 4*(end-start))
-		for i, k := range keys[start:end] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?)")
-			args = append(args, k, nanos(at), st.String(), reason)
-			evs = append(evs, Event{At: at, Key: k, State: st, Reason: reason})
-		}
-		if _, err := ex.ExecContext(ctx, o.q(b.String()), args...); err != nil {
-			return nil, err
-		}
-	}
-	return evs, nil
+	return evs
 }
 
 func (o *Outbox) notify(evs []Event) {

@@ -122,5 +122,5 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s cl
 		WHERE ikey = ? AND state = ?`), target.String(), nanos(now), code, reason, wamid, key, st); err != nil {
 		return nil, err
 	}
-	return o.record(ctx, tx, now, target, reason, key)
+	return events(now, target, reason, key), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,7 @@ var runs atomic.Int64
 // claimed is an item a Run owns.
 type claimed struct {
 	Item
+	id   int64
 	lane string
 	msg  cloudapi.Message
 	pair pairlimit.Pair
@@ -81,6 +83,7 @@ type runner struct {
 	done     chan finished
 	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
 	renewAt  time.Time
+	sweepAt  time.Time // when a sweep may next find work (zero: now)
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -146,9 +149,7 @@ func (r *runner) step(ctx, sendCtx context.Context, now time.Time) (bool, error)
 	if len(r.inflight) == 0 && len(items) > 0 {
 		r.renewAt = now.Add(r.o.cfg.lease / 3)
 	}
-	if err := r.start(ctx, sendCtx, now, items); err != nil {
-		return false, err
-	}
+	r.start(sendCtx, items)
 	return len(items) == free, nil
 }
 
@@ -229,12 +230,21 @@ func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error)
 			next = v.Int64 + add
 		}
 	}
-	consider(due, 0)
 	consider(exp, 0)
 	consider(lease, 1) // strictly after the lease's end
 	if resendAfter > 0 {
 		consider(unknown, resendAfter)
 	}
+	// Sweeps find nothing before then (or until an idle wake, when other
+	// workers may have added work).
+	r.sweepAt = fromNanos(next)
+	if next == 0 {
+		r.sweepAt = now.Add(24 * time.Hour)
+	}
+	if o.cfg.idleWake > 0 {
+		r.sweepAt = now.Add(o.cfg.idleWake)
+	}
+	consider(due, 0)
 	return fromNanos(next), nil
 }
 
@@ -249,25 +259,25 @@ func (r *runner) renew(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-const claimReturning = ` RETURNING ikey, sender, recipient, kind, message, attempts, resends, enqueued_at, expires_at, lane`
-
-// claimSQL marks up to n due lane heads as sending by this Run.
-func (o *Outbox) claimSQL() string {
-	pick := `SELECT i.id FROM outbox_items i WHERE i.state = 'queued' AND i.due_at <= ?
+// pickSQL selects up to n due lane heads (locking them, with Postgres,
+// so that other workers skip them).
+func (o *Outbox) pickSQL() string {
+	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane
+		FROM outbox_items i WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 			AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ?`
-	set := `SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, attempts = attempts + 1, reason = ''`
 	if o.d.postgres {
-		return o.q(`WITH c AS (` + pick + ` FOR UPDATE OF i SKIP LOCKED)
-			UPDATE outbox_items ` + set + ` FROM c WHERE outbox_items.id = c.id` + claimReturning)
+		q += ` FOR UPDATE OF i SKIP LOCKED`
 	}
-	return `UPDATE outbox_items ` + set + ` WHERE id IN (` + pick + `)` + claimReturning
+	return o.q(q)
 }
 
 // sweepAndClaim, in one transaction: dead leases become
 // submitted_unknown, deadlines passed become expired, resends allowed by
-// the policy are queued again, and up to n due lane heads are claimed.
+// the policy are queued again; then up to n due lane heads are picked and
+// checked (known waits, deadline, service window, revalidation), and those
+// that may go now are claimed: sending, owned by this Run under a lease.
 func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*claimed, error) {
 	o := r.o
 	tx, err := o.db.BeginTx(ctx, nil)
@@ -281,9 +291,11 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		if err != nil {
 			return err
 		}
-		e, err := o.record(ctx, tx, now, st, reason, keys...)
-		evs = append(evs, e...)
-		return err
+		evs = append(evs, events(now, st, reason, keys...)...)
+		return nil
+	}
+	if now.Before(r.sweepAt) {
+		sweep = func(State, string, string, ...any) error { return nil }
 	}
 	const dead = "claimed by a worker whose lease ended mid-send: outcome unknown, not resent"
 	if err := sweep(StateSubmittedUnknown, dead, `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
@@ -304,27 +316,24 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 			return nil, fmt.Errorf("outbox: run: resending: %w", err)
 		}
 	}
-	var args []any
-	if o.d.postgres {
-		args = []any{nanos(now), n, r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now)}
-	} else {
-		args = []any{r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), nanos(now), n}
-	}
-	rows, err := tx.QueryContext(ctx, o.claimSQL(), args...)
+	rows, err := tx.QueryContext(ctx, o.pickSQL(), nanos(now), n)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
-	var items []*claimed
+	var picked []*claimed
+	var ids []any
 	var bad []string
 	for rows.Next() {
 		it := &claimed{}
+		var id int64
 		var body string
 		var enq, exp int64
-		if err := rows.Scan(&it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane); err != nil {
+		if err := rows.Scan(&id, &it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
-		it.State, it.EnqueuedAt, it.ExpiresAt, it.UpdatedAt = StateSending, fromNanos(enq), fromNanos(exp), now
+		it.id = id
+		it.State, it.EnqueuedAt, it.ExpiresAt, it.UpdatedAt = StateQueued, fromNanos(enq), fromNanos(exp), now
 		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
 			bad = append(bad, it.Key)
 			continue
@@ -332,18 +341,44 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) ([]*cl
 		if it.To != "" {
 			it.pair, _ = pairlimit.NewPair(it.From, it.To)
 		}
-		items = append(items, it)
+		picked = append(picked, it)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
 	rows.Close()
 	for _, k := range bad {
-		e, err := r.setState(ctx, tx, now, k, StateFailed, 0, "stored message unreadable", "")
+		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
 		if err != nil {
 			return nil, err
 		}
 		evs = append(evs, e...)
+	}
+	var items []*claimed
+	for _, it := range picked {
+		e, send, err := r.check(ctx, tx, now, it)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		evs = append(evs, e...)
+		if send {
+			it.State, it.Attempts = StateSending, it.Attempts+1
+			items = append(items, it)
+			ids = append(ids, it.id)
+		}
+	}
+	if len(ids) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+		args := append([]any{r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now)}, ids...)
+		if _, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
+			attempts = attempts + 1, reason = '' WHERE id IN (`+marks+`)`), args...); err != nil {
+			return nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		}
+		keys := make([]string, len(items))
+		for i, it := range items {
+			keys[i] = it.Key
+		}
+		evs = append(evs, events(now, StateSending, "", keys...)...)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
@@ -378,10 +413,6 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 		q += `, wamid = ?`
 		args = append(args, wamid)
 	}
-	if st == StateQueued {
-		q += `, attempts = attempts - 1, due_at = ?`
-		args = append(args, nanos(now))
-	}
 	q += ` WHERE ikey = ? AND state = 'sending' AND owner = ?`
 	args = append(args, key, r.owner)
 	res, err := ex.ExecContext(ctx, o.q(q), args...)
@@ -394,8 +425,9 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 		}
 		// Our lease ended and another worker marked it unknown; the
 		// answer came after all: it was accepted.
+		reason = "accepted after its lease ended"
 		res, err = ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
-			WHERE ikey = ? AND state = 'submitted_unknown'`), nanos(now), wamid, "accepted after its lease ended", key)
+			WHERE ikey = ? AND state = 'submitted_unknown'`), nanos(now), wamid, reason, key)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: run: %w", err)
 		}
@@ -403,84 +435,55 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 			return nil, nil
 		}
 	}
-	return o.record(ctx, ex, now, st, reason, key)
+	return events(now, st, reason, key), nil
+}
+
+// drop moves a picked (still queued) item to a dead-letter state without
+// sending it.
+func (r *runner) drop(ctx context.Context, ex execer, now time.Time, key string, st State, code int, reason string) ([]Event, error) {
+	o := r.o
+	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?
+		WHERE ikey = ? AND state = 'queued'`), st.String(), nanos(now), code, reason, key); err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	return events(now, st, reason, key), nil
 }
 
 // requeue puts a claimed item back at the head of its lane, due at due.
-func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string) ([]Event, error) {
+// With unsent, the attempt is not counted (its request was never written).
+func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string, unsent bool) ([]Event, error) {
 	o := r.o
+	undo := 0
+	if unsent {
+		undo = 1
+	}
 	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
-		attempts = attempts - 1, lease_until = 0 WHERE ikey = ? AND state = 'sending' AND owner = ?`),
-		nanos(now), nanos(due), reason, key, r.owner); err != nil {
+		lease_until = 0, attempts = attempts - ? WHERE ikey = ? AND state = 'sending' AND owner = ?`),
+		nanos(now), nanos(due), reason, undo, key, r.owner); err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
-	return o.record(ctx, ex, now, StateQueued, reason, key)
+	return events(now, StateQueued, reason, key), nil
 }
 
-// hold puts a claimed item back, not yet attempted, due at due: its lane
-// waits on a known limit. The claim was not recorded, so neither is this.
-func (r *runner) hold(ctx context.Context, ex execer, due time.Time, key string) error {
-	o := r.o
-	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', due_at = ?, attempts = attempts - 1, lease_until = 0
-		WHERE ikey = ? AND state = 'sending' AND owner = ?`), nanos(due), key, r.owner); err != nil {
-		return fmt.Errorf("outbox: run: %w", err)
-	}
-	return nil
-}
-
-// start checks each claimed item (known waits, revalidation, the service
-// window) and starts the sends of those that may go now.
-func (r *runner) start(ctx, sendCtx context.Context, now time.Time, items []*claimed) error {
-	if len(items) == 0 {
-		return nil
-	}
-	o := r.o
-	var evs []Event
-	var go_ []*claimed
-	err := func() error {
-		tx, err := o.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		for _, it := range items {
-			e, send, err := r.check(ctx, tx, now, it)
-			if err != nil {
-				return err
-			}
-			evs = append(evs, e...)
-			if send {
-				go_ = append(go_, it)
-			}
-		}
-		keys := make([]string, len(go_))
-		for i, it := range go_ {
-			keys[i] = it.Key
-		}
-		e, err := o.record(ctx, tx, now, StateSending, "", keys...)
-		if err != nil {
-			return err
-		}
-		evs = append(evs, e...)
-		return tx.Commit()
-	}()
-	if err != nil {
-		return fmt.Errorf("outbox: run: %w", err)
-	}
-	o.notify(evs)
-	for _, it := range go_ {
+// start starts the sends of claimed items.
+func (r *runner) start(sendCtx context.Context, items []*claimed) {
+	for _, it := range items {
 		r.inflight[it.Key] = it
 		go func(it *claimed) {
 			res, err := r.c.Send(sendCtx, it.From, it.msg)
 			r.done <- finished{it: it, res: res, err: err}
 		}(it)
 	}
-	return nil
 }
 
-// check decides what to do with a claimed item before sending it.
+// check decides what to do with a picked item: send it now (true), or
+// not (it was held until a known wait ends, or dropped).
 func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claimed) ([]Event, bool, error) {
 	o := r.o
+	if !it.ExpiresAt.IsZero() && !now.Before(it.ExpiresAt) {
+		e, err := r.drop(ctx, tx, now, it.Key, StateExpired, 0, "freshness deadline passed while queued")
+		return e, false, err
+	}
 	// Known waits: the pair's debt or hold, the number's hold. The lane
 	// waits on the clock holding no send.
 	if !it.pair.IsZero() {
@@ -501,11 +504,12 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	}
 	if ready.After(now) {
 		if !it.ExpiresAt.IsZero() && ready.After(it.ExpiresAt) {
-			e, err := r.setState(ctx, tx, now, it.Key, StateExpired, int(errcodes.PairRateLimit),
-				fmt.Sprintf("its lane is held until %v, past its deadline", ready.Sub(now)), "")
+			e, err := r.drop(ctx, tx, now, it.Key, StateExpired, int(errcodes.PairRateLimit),
+				fmt.Sprintf("its lane is held for %v, past its deadline", ready.Sub(now)))
 			return e, false, err
 		}
-		return nil, false, r.hold(ctx, tx, ready, it.Key)
+		_, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET due_at = ? WHERE id = ?`), nanos(ready), it.id)
+		return nil, false, err
 	}
 	if o.cfg.window > 0 && freeForm(it.msg.Kind()) {
 		var last int64
@@ -514,8 +518,8 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 			return nil, false, err
 		}
 		if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
-			e, err := r.setState(ctx, tx, now, it.Key, StateFailed, int(errcodes.ReEngagement),
-				"outside the customer service window (131047): not sent", "")
+			e, err := r.drop(ctx, tx, now, it.Key, StateFailed, int(errcodes.ReEngagement),
+				"outside the customer service window (131047): not sent")
 			return e, false, err
 		}
 	}
@@ -525,8 +529,8 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 			if errors.Is(err, ErrExpired) {
 				st = StateExpired
 			}
-			e, serr := r.setState(ctx, tx, now, it.Key, st, 0, "revalidation: "+err.Error(), "")
-			return e, false, serr
+			e, derr := r.drop(ctx, tx, now, it.Key, st, 0, "revalidation: "+err.Error())
+			return e, false, derr
 		}
 	}
 	return nil, true, nil
@@ -545,12 +549,22 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	defer tx.Rollback()
 	var evs []Event
+	done, err := r.acceptAll(ctx, tx, now, fs)
+	if err != nil {
+		return err
+	}
 	for _, f := range fs {
+		if done[f.it.Key] {
+			continue
+		}
 		e, err := r.outcome(ctx, tx, sendCtx, now, f)
 		if err != nil {
 			return err
 		}
 		evs = append(evs, e...)
+	}
+	for k := range done {
+		evs = append(evs, events(now, StateAccepted, "", k)...)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
@@ -560,6 +574,46 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	}
 	o.notify(evs)
 	return nil
+}
+
+// acceptAll records the accepted sends among fs in one statement (in
+// batches), and returns the keys it recorded; the others, and any whose
+// claim this Run lost, are left to outcome.
+func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []finished) (map[string]bool, error) {
+	o := r.o
+	done := map[string]bool{}
+	var acc []finished
+	for _, f := range fs {
+		if f.err == nil && f.res != nil && f.res.MessageID != "" {
+			acc = append(acc, f)
+		}
+	}
+	for start := 0; start < len(acc); start += 100 {
+		part := acc[start:min(start+100, len(acc))]
+		var cases, in strings.Builder
+		args := []any{nanos(now)}
+		for i, f := range part {
+			cases.WriteString(" WHEN ? THEN ?")
+			args = append(args, f.it.Key, f.res.MessageID)
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			in.WriteString("?")
+		}
+		args = append(args, r.owner)
+		for _, f := range part {
+			args = append(args, f.it.Key)
+		}
+		keys, err := queryKeys(ctx, tx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0,
+			wamid = CASE ikey`+cases.String()+` ELSE wamid END WHERE owner = ? AND state = 'sending' AND ikey IN (`+in.String()+`) RETURNING ikey`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		for _, k := range keys {
+			done[k] = true
+		}
+	}
+	return done, nil
 }
 
 func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Context, now time.Time, f finished) ([]Event, error) {
@@ -599,9 +653,9 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		if !f.it.ExpiresAt.IsZero() && due.After(f.it.ExpiresAt) {
 			return r.setState(ctx, tx, now, key, StateExpired, code, "refused for a limit on every attempt until its deadline: "+reason, "")
 		}
-		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason)
+		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason, false)
 	case st == cloudapi.StateNotSubmitted && sendCtx.Err() != nil:
-		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written")
+		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written", true)
 	case st == cloudapi.StateNotSubmitted && f.it.Attempts < maxDispatches:
 		// Nothing reached Meta (the connection could not be made): try
 		// again later.
@@ -609,7 +663,7 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		if !f.it.ExpiresAt.IsZero() && due.After(f.it.ExpiresAt) {
 			return r.setState(ctx, tx, now, key, StateExpired, code, "not submitted before its deadline: "+reason, "")
 		}
-		return r.requeue(ctx, tx, now, due, key, "not submitted: "+reason)
+		return r.requeue(ctx, tx, now, due, key, "not submitted: "+reason, false)
 	default:
 		return r.setState(ctx, tx, now, key, StateFailed, code, "not sent: "+reason, "")
 	}
