@@ -362,3 +362,30 @@ func TestMalformedArgumentsAreProtocolErrors(t *testing.T) {
 		t.Errorf("%d malformed calls reached the outbox", len(q.sent))
 	}
 }
+
+func TestConfig(t *testing.T) {
+	bad := []Config{
+		{},
+		{From: []string{""}},
+		{From: []string{"1001", "1001"}},
+		{From: []string{"1001"}, SyncWait: -time.Second},
+		{From: []string{"1001"}, SyncWait: MaxSyncWait + time.Second},
+		{From: []string{"1001"}, AcceptWait: time.Hour},
+		{From: []string{"1001"}, PollInterval: -1},
+	}
+	for _, cfg := range bad {
+		if _, err := newTools(&fakeQueue{}, cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: error %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	if err := Register(mcp.NewServer(&mcp.Implementation{Name: "x", Version: "v0"}, nil), Config{From: []string{"1001"}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("no outbox: %v", err)
+	}
+	tl, err := newTools(&fakeQueue{}, Config{From: []string{"1001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.syncWait != DefaultSyncWait || tl.acceptWait != DefaultAcceptWait || tl.replyTTL != DefaultReplyTTL || tl.poll != DefaultPollInterval || tl.clk == nil {
+		t.Errorf("defaults not applied: %+v", tl)
+	}
+}

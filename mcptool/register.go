@@ -37,8 +37,9 @@ type Config struct {
 	// default). Give the Outbox and the Client the same one.
 	Clock clock.Clock
 	// SyncWait bounds how long a call waits for Meta's answer
-	// (DefaultSyncWait). A delivery "sync" message that cannot be
-	// accepted within it is rejected, never left to be sent later.
+	// (DefaultSyncWait, at most MaxSyncWait). A delivery "sync" message
+	// that cannot be accepted within it is rejected, never left to be sent
+	// later.
 	SyncWait time.Duration
 	// AcceptWait is how long a delivery "async" call waits for a message
 	// that is due now to be accepted before reporting it queued
@@ -51,6 +52,11 @@ type Config struct {
 	// (DefaultPollInterval).
 	PollInterval time.Duration
 }
+
+// MaxSyncWait is the longest SyncWait or AcceptWait: a tool call that
+// waits longer outlives the request timeouts of common MCP clients, and a
+// wait that cannot be bounded is a hang.
+const MaxSyncWait = 2 * time.Minute
 
 // Register adds send_whatsapp_message and get_message_status to s. It
 // returns an error matching ErrInvalidConfig if cfg has no Outbox or no
@@ -79,6 +85,9 @@ func newTools(q queue, cfg Config) (*tools, error) {
 	}
 	if cfg.SyncWait < 0 || cfg.AcceptWait < 0 || cfg.ReplyTTL < 0 || cfg.PollInterval < 0 {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: negative duration"))
+	}
+	if cfg.SyncWait > MaxSyncWait || cfg.AcceptWait > MaxSyncWait {
+		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: a call may not wait longer than MaxSyncWait"))
 	}
 	t := &tools{q: q, from: append([]string(nil), cfg.From...), clk: cfg.Clock,
 		pairs: cfg.Pairs, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
