@@ -4,9 +4,11 @@
 // messages that respect Meta's limits and learns precisely what became of
 // each one:
 //
-//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db")
-//	go ob.Run(ctx, client) // the dispatcher, with the *cloudapi.Client that sends
-//	err := mcptool.Register(server, mcptool.Config{Outbox: ob, From: []string{phoneNumberID}})
+//	pairs := pairlimit.New(pairlimit.Meta) // shared by the Client, the outbox and the tools
+//	client, _ := cloudapi.New(token, cloudapi.WithPairLimiter(pairs))
+//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithPairLimiter(pairs))
+//	go ob.Run(ctx, client) // the dispatcher
+//	err := mcptool.Register(server, mcptool.Config{Outbox: ob, Pairs: pairs, From: []string{phoneNumberID}})
 //
 // # Tools
 //
@@ -33,7 +35,7 @@
 //	message invalid (Validate)                           error WHATSAPP_INVALID_MESSAGE   not_submitted
 //	deadline already passed                              error WHATSAPP_MESSAGE_EXPIRED   not_submitted
 //	outbox or lane full                                  error WHATSAPP_QUEUE_FULL        not_submitted, retryable
-//	the wait the lane needs passes the deadline          error WHATSAPP_BACKPRESSURE      not_submitted, retryable, retry_after_ms
+//	the pair's debt or the lane's wait passes the deadline  error WHATSAPP_BACKPRESSURE   not_submitted, retryable, retry_after_ms
 //	service window closed (free-form, 131047)            error WHATSAPP_WINDOW_CLOSED     not_submitted
 //	accepted within the wait                             status accepted, message_id
 //	async, cannot go now (pair, number or budget busy)   status queued, estimated_send_at, retry_after_ms
