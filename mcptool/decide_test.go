@@ -368,6 +368,7 @@ func TestConfig(t *testing.T) {
 		{},
 		{From: []string{""}},
 		{From: []string{"1001", "1001"}},
+		{From: []string{"+237 690 00 00 01"}},
 		{From: []string{"1001"}, SyncWait: -time.Second},
 		{From: []string{"1001"}, SyncWait: MaxSyncWait + time.Second},
 		{From: []string{"1001"}, AcceptWait: time.Hour},

@@ -7,6 +7,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
 )
@@ -23,8 +24,8 @@ type Config struct {
 	// process or another one sharing its database): outbox.Run dispatches
 	// what the tools enqueue.
 	Outbox *outbox.Outbox
-	// From lists the business phone number IDs the agent may send from;
-	// the first is the default. The input schema offers exactly these.
+	// From lists the business phone number IDs the agent may send from
+	// (Meta's numeric IDs); the first is the default. The input schema offers exactly these.
 	From []string
 	// Pairs is the pair limiter shared by the outbox and the Client that
 	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). With it, a
@@ -78,8 +79,11 @@ func newTools(q queue, cfg Config) (*tools, error) {
 	}
 	seen := map[string]bool{}
 	for _, f := range cfg.From {
-		if f == "" || seen[f] {
-			return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: empty or repeated business number"))
+		if seen[f] {
+			return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: repeated business number"))
+		}
+		if _, err := phone.ParseFrom(f); err != nil {
+			return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: a business number is not a phone number ID"))
 		}
 		seen[f] = true
 	}
