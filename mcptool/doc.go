@@ -8,7 +8,7 @@
 //	client, _ := cloudapi.New(token, cloudapi.WithPairLimiter(pairs))
 //	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithPairLimiter(pairs))
 //	go ob.Run(ctx, client) // the dispatcher
-//	err := mcptool.Register(server, mcptool.Config{Outbox: ob, Pairs: pairs, From: []string{phoneNumberID}})
+//	err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, From: []string{phoneNumberID}})
 //
 // # Tools
 //
@@ -35,7 +35,8 @@
 //	message invalid (Validate)                           error WHATSAPP_INVALID_MESSAGE   not_submitted
 //	deadline already passed                              error WHATSAPP_MESSAGE_EXPIRED   not_submitted
 //	outbox or lane full                                  error WHATSAPP_QUEUE_FULL        not_submitted, retryable
-//	the pair's debt or the lane's wait passes the deadline  error WHATSAPP_BACKPRESSURE   not_submitted, retryable, retry_after_ms
+//	a known wait passes the deadline (pair debt, number   error WHATSAPP_BACKPRESSURE      not_submitted, retryable, retry_after_ms
+//	hold, the lane's depth)
 //	service window closed (free-form, 131047)            error WHATSAPP_WINDOW_CLOSED     not_submitted
 //	accepted within the wait                             status accepted, message_id
 //	async, cannot go now (pair, number or budget busy)   status queued, estimated_send_at, retry_after_ms

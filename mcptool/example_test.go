@@ -48,7 +48,7 @@ func ExampleRegister() {
 	defer func() { cancel(); <-done }()
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "my-agent-tools", Version: "v1.0.0"}, nil)
-	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Pairs: pairs, From: []string{"106540352242922"}}); err != nil {
+	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, From: []string{"106540352242922"}}); err != nil {
 		log.Fatal(err)
 	}
 

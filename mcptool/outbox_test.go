@@ -54,7 +54,7 @@ func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 	go func() { done <- ob.Run(ctx, c) }()
 
 	s := mcp.NewServer(&mcp.Implementation{Name: "wapace", Version: "v0"}, nil)
-	cfg.Outbox, cfg.From = ob, []string{from}
+	cfg.Outbox, cfg.From, cfg.Client = ob, []string{from}, c
 	if err := mcptool.Register(s, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -507,6 +507,39 @@ func TestMessageKinds(t *testing.T) {
 		want := map[string]string{"bsuid": "text", "buttons": "interactive", "template": "template"}
 		if diff := cmp.Diff(want, types); diff != "" {
 			t.Errorf("request types (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// While Meta holds the business number for maintenance (131057), a message
+// whose deadline falls inside the hold is refused at once, for any
+// recipient, and never reaches Meta.
+func TestNumberHoldDecidesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, mcptool.Config{})
+		w.meta.Maintenance(from, time.Now().Add(2*time.Minute))
+		got, isErr := w.send(text("first", "Your order shipped", "max_delay_ms", 600_000))
+		if isErr || got["status"] != "queued" {
+			t.Fatalf("first: %v", got)
+		}
+		if w.meta.Count(errcodes.Maintenance) == 0 {
+			t.Fatalf("Meta did not refuse for maintenance: %+v", w.meta.Requests())
+		}
+		now := time.Now()
+		got, isErr = w.send(map[string]any{"to": "+237 690 00 00 09", "text": "Table for two at 8?", "idempotency_key": "other", "max_delay_ms": 5000})
+		if !isErr || got["code"] != "WHATSAPP_BACKPRESSURE" || got["meta_code"] != 130429.0 || got["send_state"] != "not_submitted" ||
+			got["expires_at"] != stamp(now.Add(5*time.Second)) {
+			t.Errorf("during the hold: %v", got)
+		}
+		if ra, _ := got["retry_after_ms"].(float64); ra <= 5000 {
+			t.Errorf("retry_after_ms %v, want the hold", got["retry_after_ms"])
+		}
+		time.Sleep(5 * time.Minute)
+		if w.reached("other") {
+			t.Error("the refused message reached Meta")
+		}
+		if w.accepted()["first"] != 1 {
+			t.Errorf("first accepted %d times", w.accepted()["first"])
 		}
 	})
 }

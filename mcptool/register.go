@@ -7,6 +7,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
@@ -27,6 +28,11 @@ type Config struct {
 	// From lists the business phone number IDs the agent may send from
 	// (Meta's numeric IDs); the first is the default. The input schema offers exactly these.
 	From []string
+	// Client is the client outbox.Run sends with. With it, a message is
+	// refused at once when its business number is held (after 130429,
+	// 131057 or 2494100) past its deadline, and a queued message's
+	// estimate counts the hold. The tools never send through it.
+	Client *cloudapi.Client
 	// Pairs is the pair limiter shared by the outbox and the Client that
 	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). With it, a
 	// message is refused at once when its pair's current debt alone (a
@@ -94,7 +100,7 @@ func newTools(q queue, cfg Config) (*tools, error) {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: a call may not wait longer than MaxSyncWait"))
 	}
 	t := &tools{q: q, from: append([]string(nil), cfg.From...), clk: cfg.Clock,
-		pairs: cfg.Pairs, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
+		pairs: cfg.Pairs, client: cfg.Client, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
 	if t.clk == nil {
 		t.clk = clock.New()
 	}

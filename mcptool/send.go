@@ -47,6 +47,7 @@ type tools struct {
 	// acceptWait bounds an async call's wait for a message due now.
 	acceptWait time.Duration
 	pairs      *pairlimit.Limiter // nil: the pair's debt is not known
+	client     *cloudapi.Client   // nil: the number's hold is not known
 	replyTTL   time.Duration
 	poll       time.Duration
 }
@@ -136,14 +137,14 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 		stop = m.ExpiresAt
 	}
 
-	// The pair's current debt (a message just sent, a burst, a 131056
-	// hold) is a wait the outbox's estimate does not count: a message that
-	// cannot go before its deadline for it alone is refused now, unstored.
-	debt := t.pairDebt(now, r.from, m)
+	// Known waits the outbox's estimate does not count (the pair's debt,
+	// the number's hold): a message that cannot go before its deadline for
+	// them alone is refused now, unstored.
+	kw := t.knownWait(now, r.from, m)
+	debt := kw.Wait
 	if !m.ExpiresAt.IsZero() && now.Add(debt).After(m.ExpiresAt) {
-		bp := &cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit,
-			Wait: debt, ExpiresAt: m.ExpiresAt, IdempotencyKey: key}
-		return t.fail(t.backpressure(bp, r, key)), nil
+		kw.ExpiresAt, kw.IdempotencyKey = m.ExpiresAt, key
+		return t.fail(t.backpressure(&kw, r, key)), nil
 	}
 
 	tk, err := t.q.enqueue(ctx, r.from, m)
@@ -195,25 +196,35 @@ func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key stri
 	return te
 }
 
-// pairDebt returns how long the pair of from and m's recipient must wait
-// before its next message, or 0 when unknown (no Config.Pairs). It probes
-// the shared limiter with a reservation given straight back, as outbox.Run
-// does: exact unless another reservation lands in between, in which case
-// the slot stays spent (later, never earlier).
-func (t *tools) pairDebt(now time.Time, from string, m cloudapi.Message) time.Duration {
-	if t.pairs == nil || m.Kind() == cloudapi.KindRead {
-		return 0
+// knownWait returns the longest wait the limits already impose on a
+// message from from to m's recipient, as a BackpressureError's limit, code
+// and wait (zero when nothing is known to wait): the pair's debt or 131056
+// hold (Config.Pairs), and the number's hold after 130429, 131057 or
+// 2494100 (Config.Client). The pair is probed with a reservation given
+// straight back, as outbox.Run does: exact unless another reservation lands
+// in between, in which case the slot stays spent (later, never earlier).
+func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) cloudapi.BackpressureError {
+	var w cloudapi.BackpressureError
+	if m.Kind() == cloudapi.KindRead {
+		return w
 	}
-	p, err := pairlimit.NewPair(from, m.To())
-	if err != nil {
-		return 0
+	if t.pairs != nil {
+		if p, err := pairlimit.NewPair(from, m.To()); err == nil {
+			res := t.pairs.ReserveN(now, p, 1)
+			if res.OK() {
+				if d := res.TimeToAct().Sub(now); d > 0 {
+					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit, Wait: d}
+				}
+			}
+			res.CancelAt(now)
+		}
 	}
-	res := t.pairs.ReserveN(now, p, 1)
-	defer res.CancelAt(now)
-	if !res.OK() {
-		return 0
+	if t.client != nil {
+		if d := t.client.Number(from).HeldUntil().Sub(now); d > w.Wait {
+			w = cloudapi.BackpressureError{Limit: errcodes.HoldPhoneNumber, Code: errcodes.ThroughputLimit, Wait: d}
+		}
 	}
-	return max(res.TimeToAct().Sub(now), 0)
+	return w
 }
 
 // existing reports the state of a message stored by an earlier call with

@@ -75,6 +75,7 @@ func run(log *slog.Logger) error {
 	server := mcp.NewServer(&mcp.Implementation{Name: "wapace", Title: "WhatsApp via wapace", Version: "v0.1.0"}, nil)
 	if err := mcptool.Register(server, mcptool.Config{
 		Outbox:     ob,
+		Client:     client,
 		Pairs:      pairs,
 		From:       strings.Split(*from, ","),
 		SyncWait:   *syncWait,
