@@ -37,10 +37,19 @@ type world struct {
 
 func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 	t.Helper()
-	meta := cloudapitest.NewServer(t)
+	dir := t.TempDir()
+	w, stop := openWorld(t, dir, cfg, opts...)
+	t.Cleanup(stop)
+	return w
+}
+
+// openWorld builds a world in dir; stop ends everything it started.
+func openWorld(t *testing.T, dir string, cfg mcptool.Config, opts ...outbox.Option) (*world, func()) {
+	t.Helper()
+	meta := cloudapitest.NewServer(nil)
 	// One pair limiter shared by the outbox, the Client and the tools.
 	pairs := pairlimit.New(pairlimit.Meta)
-	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), append(opts, outbox.WithPairLimiter(pairs))...)
+	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(dir, "outbox.db"), append(opts, outbox.WithPairLimiter(pairs))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +76,7 @@ func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		cs.Close()
 		ss.Wait()
 		cancel()
@@ -75,8 +84,9 @@ func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 			t.Errorf("Run: %v", err)
 		}
 		ob.Close()
-	})
-	return &world{t: t, cs: cs, meta: meta, ob: ob}
+		meta.Close()
+	}
+	return &world{t: t, cs: cs, meta: meta, ob: ob}, stop
 }
 
 // call calls a tool; a protocol error fails the test.
