@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -29,9 +30,10 @@ type SendArgs struct {
 	// IdempotencyKey identifies the message: a call repeating a key returns
 	// the state of the message first sent with it and sends nothing.
 	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"identifies this message: repeating a key never sends twice but returns the first message's state; generated when absent"`
-	// MaxDelayMS is the freshness deadline as a delay from now, in
-	// milliseconds.
-	MaxDelayMS *int64 `json:"max_delay_ms,omitempty" jsonschema:"freshness: the message is useless if it cannot be sent within this many milliseconds"`
+	// MaxDelayMS is the freshness deadline as a delay from now, in whole
+	// milliseconds (the schema says integer; a float64 so that 5000.0 from a
+	// client that writes every number with a point is read as 5000).
+	MaxDelayMS *float64 `json:"max_delay_ms,omitempty" jsonschema:"freshness: the message is useless if it cannot be sent within this many milliseconds"`
 	// ExpiresAt is the freshness deadline as an RFC 3339 instant.
 	ExpiresAt string `json:"expires_at,omitempty" jsonschema:"freshness: the RFC 3339 instant after which the message must not be sent"`
 	// Delivery is "sync" (wait, bounded, for Meta to accept the message or
@@ -144,13 +146,16 @@ func parseSend(a SendArgs, allowed []string, now time.Time, replyTTL time.Durati
 	case a.MaxDelayMS != nil && a.ExpiresAt != "":
 		return r, badArgs("give max_delay_ms or expires_at, not both")
 	case a.MaxDelayMS != nil:
-		if *a.MaxDelayMS < 0 {
+		d := *a.MaxDelayMS
+		switch {
+		case d < 0:
 			return r, badArgs("max_delay_ms must not be negative")
-		}
-		if *a.MaxDelayMS > int64(366*24*time.Hour/time.Millisecond) {
+		case d > float64(366*24*time.Hour/time.Millisecond):
 			return r, badArgs("max_delay_ms is longer than a year")
+		case d != math.Trunc(d):
+			return r, badArgs("max_delay_ms must be a whole number of milliseconds")
 		}
-		r.deadline = now.Add(time.Duration(*a.MaxDelayMS) * time.Millisecond)
+		r.deadline = now.Add(time.Duration(d) * time.Millisecond)
 	case a.ExpiresAt != "":
 		t, err := time.Parse(time.RFC3339Nano, a.ExpiresAt)
 		if err != nil {

@@ -333,6 +333,8 @@ func TestMalformedArgumentsAreProtocolErrors(t *testing.T) {
 		{"both deadlines", map[string]any{"to": "+237690000001", "text": "hi", "max_delay_ms": 1000, "expires_at": stamp(t0)}},
 		{"negative delay", map[string]any{"to": "+237690000001", "text": "hi", "max_delay_ms": -1}},
 		{"delay not a number", map[string]any{"to": "+237690000001", "text": "hi", "max_delay_ms": "soon"}},
+		{"delay not whole", map[string]any{"to": "+237690000001", "text": "hi", "max_delay_ms": 1.5}},
+		{"delay beyond a year", map[string]any{"to": "+237690000001", "text": "hi", "max_delay_ms": 1e12}},
 		{"bad expires_at", map[string]any{"to": "+237690000001", "text": "hi", "expires_at": "tomorrow"}},
 		{"sender not allowed", map[string]any{"to": "+237690000001", "text": "hi", "from": "9999"}},
 		{"template without name", map[string]any{"to": "+237690000001", "template": map[string]any{"language": "en"}}},
@@ -388,5 +390,21 @@ func TestConfig(t *testing.T) {
 	}
 	if tl.syncWait != DefaultSyncWait || tl.acceptWait != DefaultAcceptWait || tl.replyTTL != DefaultReplyTTL || tl.poll != DefaultPollInterval || tl.clk == nil {
 		t.Errorf("defaults not applied: %+v", tl)
+	}
+}
+
+// A client that writes every number with a point (5000.0) is understood.
+func TestWholeNumberWithPoint(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(t0)
+	q := &fakeQueue{clk: clk, estimate: time.Minute}
+	cs := connect(t, q, clk, 0)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: SendToolName,
+		Arguments: json.RawMessage(`{"to":"+237690000001","text":"hi","idempotency_key":"p","max_delay_ms":120000.0}`)})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if len(q.sent) != 1 || !q.sent[0].ExpiresAt.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("stored %+v", q.sent)
 	}
 }

@@ -88,6 +88,7 @@ func (t *tools) sendSchema(s *jsonschema.Schema) {
 		from[i] = f
 	}
 	p["from"].Enum = from
+	p["max_delay_ms"].Type, p["max_delay_ms"].Types = "integer", nil
 	p["max_delay_ms"].Minimum = ptr(0.0)
 	p["expires_at"].Format = "date-time"
 	p["to"].MinLength = ptr(1)
