@@ -23,5 +23,7 @@
 //   - pairlimit: the keyed pacer for the pair rate limit, with burst debt.
 //   - throughput: per-number rate, messaging tiers and the API call budget.
 //   - cloudapi: a thin Cloud API client wiring them together;
-//     cloudapi/cloudapitest is a fake Meta for tests.
+//     cloudapi/webhook receives what Meta posts back (inbound messages,
+//     statuses, limit changes); cloudapi/cloudapitest is a fake Meta for
+//     tests.
 package wapace

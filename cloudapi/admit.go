@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,8 +39,12 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 		a.slots[k].num.CancelAt(t)
 	}
 	if a.pr.OK() && counted < len(a.slots) {
+		// Give the reservation back exactly, then reserve again the
+		// bubbles that count, at the same instant: the pair owes for them
+		// alone.
 		at := a.pr.TimeToAct()
 		a.pr.Refund()
+		a.pr = pairlimit.Reservation{}
 		if counted > 0 {
 			a.pr = a.c.pairs.ReserveN(at, a.pair, counted)
 		}
@@ -73,12 +78,16 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 	for {
 		now := c.clock.Now()
 		// 1. Known waits.
-		if at, hold := s.knownWait(now, n, notBefore); at.After(now) {
+		at, hold, err := s.knownWait(now, n, notBefore)
+		if err != nil {
+			return nil, s.notSubmitted(i, err)
+		}
+		if at.After(now) {
 			if err := s.late(at, start, hold); err != nil {
 				return nil, err
 			}
 			if err := clockwait.Until(s.ctx, c.clock, at); err != nil {
-				return nil, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[i], Attempts: s.attempts[i], Err: err}
+				return nil, s.notSubmitted(i, err)
 			}
 			continue
 		}
@@ -88,6 +97,10 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 		for k := range a.slots {
 			a.slots[k].num = num.ReserveN(now, 1)
 			a.slots[k].at = a.slots[k].num.TimeToAct()
+			if !a.slots[k].num.OK() {
+				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, errors.New("cloudapi: the number's throughput limiter refused the reservation"))
+			}
 		}
 		first, last := a.first(), a.slots[n-1].at
 		// 3. The pair, at the number's slot.
@@ -98,6 +111,10 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 					n, last.Sub(first), window, pairlimit.ErrBurstTooLarge)
 			}
 			a.pr = c.pairs.ReserveN(first, s.pair, n)
+			if !a.pr.OK() { // a store error: nothing reserved
+				a.settle(now, 0, 0)
+				return nil, s.notSubmitted(i, a.pr.Err())
+			}
 			if ap := a.pr.TimeToAct(); ap.After(first) {
 				a.settle(now, 0, 0) // another send to this user came in between
 				continue
@@ -126,8 +143,9 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 }
 
 // knownWait returns the earliest instant messages could be admitted that is
-// known without reserving anything, and the limit that sets it.
-func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Time, errcodes.Hold) {
+// known without reserving anything, and the limit that sets it: the pair's
+// is asked with pairlimit's read-only ReadyAt.
+func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Time, errcodes.Hold, error) {
 	c := s.c
 	at, hold := notBefore, errcodes.HoldPair
 	if s.last != 0 {
@@ -140,11 +158,21 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 		}
 	}
 	if !s.pair.IsZero() && !at.After(now) {
-		if ready := c.pairReadyAt(now, s.pair, n); ready.After(now) {
+		ready, err := c.pairs.ReadyAt(now, s.pair, n)
+		if err != nil {
+			return at, hold, err
+		}
+		if ready.After(now) {
 			at, hold = ready, errcodes.HoldPair
 		}
 	}
-	return at, hold
+	return at, hold, nil
+}
+
+// notSubmitted is the error of message i when admission ends before
+// anything was sent.
+func (s *sending) notSubmitted(i int, err error) error {
+	return &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[i], Attempts: s.attempts[i], Err: err}
 }
 
 // countsTowardTier reports whether one of messages [i, i+n) is
@@ -172,16 +200,6 @@ func (s *sending) late(at, start time.Time, hold errcodes.Hold) error {
 
 func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
 	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
-}
-
-// pairReadyAt returns when n messages to p could go, asked at now, without
-// reserving anything.
-// TODO(cores): use pairlimit's read-only query once it lands; until then
-// this probes with a reservation given back at once.
-func (c *Client) pairReadyAt(now time.Time, p pairlimit.Pair, n int) time.Time {
-	r := c.pairs.ReserveN(now, p, n)
-	defer r.CancelAt(now)
-	return r.TimeToAct()
 }
 
 // tierGiveBack gives back the tier's count of p's recipient at t, for a

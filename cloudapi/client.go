@@ -31,9 +31,6 @@ const (
 	// Graph API changelog (v26.0, July 2026). Pin a version with
 	// WithAPIVersion to upgrade on your own schedule.
 	DefaultAPIVersion = "v26.0"
-	// DefaultMaxAttempts bounds the requests made for one message: with
-	// Meta's 4^X schedule the waits between them add up to 341 s.
-	DefaultMaxAttempts = 6
 	// DefaultTimeout bounds one request unless the *http.Client given to
 	// WithHTTPClient sets its own Timeout.
 	DefaultTimeout = 30 * time.Second
@@ -233,7 +230,8 @@ func WithBudget(b *throughput.Budget) Option {
 
 // WithRetry sets the least wait before a refused message is retried (the
 // limits' own holds may make it longer) and the most requests made for one
-// message. The defaults are backoff.Meta and DefaultMaxAttempts.
+// message. The defaults are backoff.Meta and backoff.DefaultMaxAttempts (6:
+// with Meta's 4^X schedule the waits between them add up to 341 s).
 func WithRetry(s backoff.Schedule, maxAttempts int) Option {
 	return func(c *Client) error {
 		if s == nil || maxAttempts < 1 {
@@ -257,8 +255,7 @@ func WithIdempotencyKeys(f func() string) Option {
 }
 
 // WithIdempotencyMemory bounds how many idempotency keys the Client
-// remembers (default DefaultIdempotencyKeys) and for how long (default
-// DefaultIdempotencyAge). A send whose key is remembered makes no request
+// remembers (default 100,000) and for how long (default 24 hours). A send whose key is remembered makes no request
 // and fails with ErrDuplicate. Memory stays below about keys x 1 KiB (a key
 // is at most 512 bytes). Keys are forgotten oldest first; the memory is
 // per Client and lost with it (a durable queue remembers for longer).
@@ -292,13 +289,13 @@ func New(token string, opts ...Option) (*Client, error) {
 		clock:      clock.New(),
 		log:        slog.New(slog.DiscardHandler),
 		schedule:   backoff.Meta,
-		attempts:   DefaultMaxAttempts,
+		attempts:   backoff.DefaultMaxAttempts,
 		defaultMPS: throughput.Default,
 		mpsFor:     map[string]int{},
 		newKey:     randomKey,
 		numbers:    map[string]*throughput.Limiter{},
-		idemKeys:   DefaultIdempotencyKeys,
-		idemAge:    DefaultIdempotencyAge,
+		idemKeys:   defaultIdempotencyKeys,
+		idemAge:    defaultIdempotencyAge,
 	}
 	for _, o := range opts {
 		if o == nil {

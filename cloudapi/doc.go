@@ -9,48 +9,66 @@
 //	c, err := cloudapi.New(token)
 //	res, err := c.Send(ctx, phoneNumberID, cloudapi.Text("+237 690 00 00 01", "Your order shipped"))
 //
-// One send, in order: validate the message and normalise the recipient
-// (a [*ValidationError], nothing spent); reserve the business number's
-// throughput, the pair's slot and, for business-initiated templates, the
-// messaging tier, at instants that agree; if that instant is past the
-// message's freshness deadline ([Message].ExpiresAt; 10 minutes for
-// authentication templates) or the context's deadline, give everything back
-// and fail at once with a [*BackpressureError]; otherwise wait on the clock,
-// post with the token in the Authorization header only, and classify the
-// answer with errcodes. [Client.SendBurst] sends a multi-bubble reply as one
+// A recipient is a phone number or a business-scoped user ID
+// ("CO.1949266959121697"), parsed once per message; a BSUID travels in the
+// request's "recipient" member and is paced exactly like a number.
+//
+// One send reads top to bottom: validate every message and encode its
+// request (a [*ValidationError], nothing spent); refuse a key already sent
+// ([ErrDuplicate], no request); admit in named steps: known waits (a
+// retry's hold, the call budget's hold, the pair's debt, asked without
+// reserving), the business number's throughput now, the pair at the
+// number's slot, the freshness deadline ([Message].ExpiresAt; 10 minutes
+// for authentication templates) or the context's, and for
+// business-initiated templates the messaging tier; a slot past the
+// deadline gives everything back and fails at once with a
+// [*BackpressureError]. Then wait on the clock, post with the token in the
+// Authorization header only, and classify the answer with [CheckResponse]
+// and errcodes' table. [Client.SendBurst] sends a multi-bubble reply as one
 // burst of the pair.
 //
 // # Retries
 //
-// Only answers that prove Meta refused the message for a limit are retried,
-// and only the failing scope waits: 131056 holds the pair (4^X seconds,
-// backoff.Meta), 130429 and 131057 hold the number, 4 and 80007 hold the
-// app's budget; every other recipient keeps flowing. Meta has no idempotency
+// Only answers that prove Meta refused the message for a limit the Client
+// paces are retried, and only that limit waits: 131056 holds the pair
+// (4^X seconds, backoff.Meta), 130429, 131057 and 2494100 hold the number,
+// 4, 80007 and 80008 hold the call budget (errcodes.Class.Hold says which);
+// every other recipient keeps flowing. A refusal for a limit none of the
+// Client's limiters holds (131048, 613, the tier's 131064) is reported in
+// StateRefused and not retried. When bubble k of a
+// burst is refused, the pair keeps only the debt of the k bubbles Meta
+// accepted and the rest go again as a new burst. Meta has no idempotency
 // key, so an answer that does not prove refusal (a transport failure after
-// the request may have been written, a timeout, a 5xx, codes 1, 2, 131000,
-// 131016) leaves the outcome unknown: the error matches [ErrSubmittedUnknown],
-// carries the message's idempotency key (also sent as
-// biz_opaque_callback_data, to reconcile with status webhooks), and the
+// a byte of the request may have left, a timeout, any 5xx except 2494100,
+// codes 1, 2, 131000, 131016) leaves the outcome unknown: the error matches
+// [ErrSubmittedUnknown], carries the message's idempotency key (also sent
+// as biz_opaque_callback_data, to reconcile with status webhooks), and the
 // message is never resent. 131049 (the per-user marketing limit, summed
-// across all businesses) is reported, not retried: pacing cannot help, and
-// retrying within 24 h extends it.
+// across all businesses) is reported, not retried.
 //
 // # Errors
+//
+// [StateOf] maps any error from Send to one [SendState]: not submitted
+// (safe to send again), refused for a limit (send again after the wait),
+// failed for good, or submitted with an unknown outcome (never resend).
 //
 //	var bp *cloudapi.BackpressureError
 //	var se *cloudapi.SendError
 //	switch {
-//	case errors.As(err, &bp):                      // not sent: bp.Limit was full for bp.RetryAfter
+//	case errors.As(err, &bp):                        // refused before sending: retry after bp.RetryAfter()
+//	case errors.Is(err, cloudapi.ErrDuplicate):       // this key was already sent: se describes the first send
 //	case errors.Is(err, cloudapi.ErrSubmittedUnknown): // may have been sent: reconcile, never resend
-//	case errors.Is(err, errcodes.MarketingLimit):    // Meta declined: try in a day, or another channel
-//	case errors.As(err, &se):                        // se.State, se.Err (an *errcodes.Error)
+//	case errors.Is(err, errcodes.MarketingLimit):     // Meta declined: try in a day, or another channel
+//	case errors.As(err, &se):                         // se.State, se.Err (an *errcodes.Error)
 //	}
 //
-// [StateOf] maps any error from Send to a [SendState].
+// Meta's texts are scrubbed of the access token before they reach an error,
+// and printing a Client (or a copy of it) never shows the token.
 //
 // # Logs
 //
-// [WithLogger] logs every attempt: the instant on the client's clock, the
+// [WithLogger] logs every attempt (nothing is built when the logger's
+// level is disabled): the instant on the client's clock, the
 // number, the recipient masked, a per-client pseudonym of the pair, the
 // wamid, Meta's code, the attempt and the wait: the per-message timestamped
 // log that lets a user reconstruct the burst behind a 131056 (see
@@ -58,10 +76,11 @@
 //
 // # Webhooks
 //
-// [WebhookHandler] answers Meta's verification challenge, checks
-// X-Hub-Signature-256 in constant time, de-duplicates redeliveries and hands
-// [Notification] values (messages, statuses with errors, pricing,
-// biz_opaque_callback_data) to a callback.
+// Package cloudapi/webhook receives what Meta posts back: a webhook.Handler
+// verifies signatures, decodes leniently and hands inbound messages,
+// statuses and every other field to typed callbacks. A status carries the
+// message's idempotency key as its biz_opaque_callback_data. [VerifySignature]
+// and [MaxWebhookBody] forward to that package.
 //
 // # Testing
 //

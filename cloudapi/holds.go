@@ -9,8 +9,10 @@ import (
 // proves nothing was sent (Class.NotSent), which limit a refusal holds
 // (Class.Hold), and whether waiting helps (Class.Retryable).
 
-// retried reports whether a refusal holding h is retried by the Client:
-// the limits it paces itself (the pair, the number, the call budget).
+// retried reports whether a refusal of class cl may be retried by the
+// Client: it holds a limit the Client paces itself (the pair, the number,
+// the call budget) and waiting helps. The Client retries it only when that
+// limiter applied a hold.
 func retried(cl errcodes.Class) bool {
 	switch cl.Hold {
 	case errcodes.HoldPair, errcodes.HoldPhoneNumber, errcodes.HoldApp, errcodes.HoldWABA:

@@ -8,10 +8,8 @@ import (
 
 // Defaults of the idempotency memory (WithIdempotencyMemory).
 const (
-	// DefaultIdempotencyKeys is how many keys a Client remembers.
-	DefaultIdempotencyKeys = 100_000
-	// DefaultIdempotencyAge is how long a Client remembers a key.
-	DefaultIdempotencyAge = 24 * time.Hour
+	defaultIdempotencyKeys = 100_000
+	defaultIdempotencyAge  = 24 * time.Hour
 )
 
 // errInProgress is the cause of a duplicate whose first send has not ended.
@@ -77,7 +75,10 @@ func (im *idemMemory) claim(now time.Time, keys []string) (dup int, first *sent,
 	im.expire(now.UnixNano())
 	for i, k := range keys {
 		if e, seen := im.m[k]; seen {
-			return i, e.rec, false
+			if e.rec == nil || now.UnixNano()-e.rec.at < int64(im.age) {
+				return i, e.rec, false
+			}
+			delete(im.m, k) // aged out behind an older send still in progress
 		}
 		for _, prev := range keys[:i] {
 			if prev == k {

@@ -544,12 +544,6 @@ type Media struct {
 	Filename string `json:"filename,omitempty"`
 }
 
-// MediaID names an uploaded asset.
-func MediaID(id string) Media { return Media{ID: id} }
-
-// MediaLink names media by a public HTTP(S) URL.
-func MediaLink(link string) Media { return Media{Link: link} }
-
 func (m Media) validate(field string) error {
 	switch {
 	case (m.ID == "") == (m.Link == ""):
@@ -798,5 +792,60 @@ func MarkRead(messageID string, typing bool) Message {
 	}
 	m := Message{kind: KindRead, payload: p, msgID: messageID}
 	m.err = checkText("message_id", messageID, true, 512)
+	return m
+}
+
+type voicePayload struct {
+	Media
+	Voice bool `json:"voice"`
+}
+
+// Voice is a voice note: an audio message (an OGG file with the OPUS codec,
+// per Meta's "Audio messages" page) that WhatsApp plays as recorded speech,
+// with "voice": true.
+func Voice(to string, m Media) Message {
+	msg := media(to, KindAudio, m, false)
+	msg.payload = voicePayload{Media: m, Voice: true}
+	return msg
+}
+
+type ctaAction struct {
+	Name       string `json:"name"`
+	Parameters struct {
+		DisplayText string `json:"display_text"`
+		URL         string `json:"url"`
+	} `json:"parameters"`
+}
+
+// CallToAction is an interactive call-to-action URL button message
+// (cta_url): a body of 1 to 1,024 characters and one button showing
+// displayText (1 to 20 characters) that opens link (http or https).
+func CallToAction(to, body, displayText, link string) Message {
+	p := interactivePayload{Type: "cta_url"}
+	p.Body.Text = body
+	a := ctaAction{Name: "cta_url"}
+	a.Parameters.DisplayText, a.Parameters.URL = displayText, link
+	p.Action = a
+	m := Message{to: to, kind: KindInteractive, payload: p}
+	if m.err = checkText("interactive.body.text", body, true, 1024); m.err == nil {
+		m.err = checkText("interactive.action.parameters.display_text", displayText, true, 20)
+	}
+	if m.err == nil {
+		if u, err := url.Parse(link); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			m.err = invalid("interactive.action.parameters.url", "not an http or https URL")
+		}
+	}
+	return m
+}
+
+// LocationRequest is an interactive location request message: a body of 1
+// to 1,024 characters and a "Send location" button; the user's location
+// comes back as an inbound location message.
+func LocationRequest(to, body string) Message {
+	p := interactivePayload{Type: "location_request_message"}
+	p.Body.Text = body
+	p.Action = map[string]string{"name": "send_location"}
+	m := Message{to: to, kind: KindInteractive, payload: p}
+	m.err = checkText("interactive.body.text", body, true, 1024)
 	return m
 }

@@ -188,7 +188,7 @@ func TestBSUIDRecipient(t *testing.T) {
 		h := newHarness(t, nil)
 		const user = "CO.1949266959121697"
 		for _, m := range []cloudapi.Message{cloudapi.Text(user, "hi"), cloudapi.Template(user, "order_update", "en"),
-			cloudapi.Image(user, cloudapi.MediaID("1")), cloudapi.Reaction(user, "wamid.X", "👍")} {
+			cloudapi.Image(user, cloudapi.Media{ID: "1"}), cloudapi.Reaction(user, "wamid.X", "👍")} {
 			if err := m.Validate(); err != nil {
 				t.Fatalf("%s to a BSUID: %v", m.Kind(), err)
 			}
@@ -428,6 +428,204 @@ func TestTierGivenBackWhenNotSent(t *testing.T) {
 		m.ExpiresAt = time.Now().Add(time.Hour)
 		if _, err := h.c.Send(t.Context(), number, m); err != nil {
 			t.Errorf("second template: %v", err)
+		}
+	})
+}
+
+// Issue 12 section 4: the default Graph API version follows Meta's
+// changelog (v26.0, July 2026); anything older than v25.0 is stale.
+func TestDefaultAPIVersionIsRecent(t *testing.T) {
+	t.Parallel()
+	var major, minor int
+	if _, err := fmt.Sscanf(cloudapi.DefaultAPIVersion, "v%d.%d", &major, &minor); err != nil {
+		t.Fatalf("DefaultAPIVersion %q: %v", cloudapi.DefaultAPIVersion, err)
+	}
+	if major < 25 {
+		t.Errorf("DefaultAPIVersion %s is older than v25.0", cloudapi.DefaultAPIVersion)
+	}
+}
+
+// A refusal for a limit that no limiter holds is refused, not retried at
+// the schedule's pace against a limit nobody waits out.
+func TestUnheldRefusalIsNotRetried(t *testing.T) {
+	for _, code := range []errcodes.Code{errcodes.SpamRateLimit, errcodes.GraphRateLimit, errcodes.BusinessRateLimit} {
+		t.Run(fmt.Sprint(int(code)), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.srv.FailNext(code)
+				_, err := h.c.Send(t.Context(), number, cloudapi.Template(alice, "t", "en"))
+				if cloudapi.StateOf(err) != cloudapi.StateRefused || !errors.Is(err, code) || len(h.srv.Requests()) != 1 {
+					t.Errorf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+				}
+			})
+		})
+	}
+}
+
+// Promise 2 through the fake: a request that never left is not submitted.
+func TestStalledRequestIsNotSubmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Script(cloudapitest.Failure{Stall: true})
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, err := h.c.Send(ctx, number, cloudapi.Text(alice, "x"))
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || len(h.srv.Requests()) != 0 {
+			t.Fatalf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
+		}
+		// Nothing was sent, so the pair owes nothing: the next message goes now.
+		before := time.Now()
+		if res, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "y")); err != nil || !res.SentAt.Equal(before) {
+			t.Errorf("next message: %+v %v", res, err)
+		}
+	})
+}
+
+// Many goroutines sending one key: exactly one request, every other call
+// a duplicate.
+func TestConcurrentDuplicates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		m := withKey(cloudapi.Text(alice, "once"), "same-key")
+		errs := make(chan error, 50)
+		for range 50 {
+			go func() {
+				_, err := h.c.Send(t.Context(), number, m)
+				errs <- err
+			}()
+		}
+		ok, dup := 0, 0
+		for range 50 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case errors.Is(err, cloudapi.ErrDuplicate):
+				dup++
+			default:
+				t.Error(err)
+			}
+		}
+		if ok != 1 || dup != 49 || len(h.srv.Requests()) != 1 {
+			t.Errorf("%d accepted, %d duplicates, %d requests", ok, dup, len(h.srv.Requests()))
+		}
+	})
+}
+
+func FuzzCheckResponse(f *testing.F) {
+	f.Add(200, []byte(`{"messages":[{"id":"wamid.1"}]}`))
+	f.Add(200, []byte(`{"error":{"code":131056}}`))
+	f.Add(500, []byte(`{"error":{"code":"131000","message":"x"}}`))
+	f.Add(502, []byte(`<html>`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 599 {
+			return
+		}
+		resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
+		data, err := cloudapi.CheckResponse(resp)
+		ok := status >= 200 && status < 300
+		switch {
+		case err == nil && !ok:
+			t.Fatalf("status %d accepted", status)
+		case err == nil && !bytes.Equal(data, body):
+			t.Fatalf("success body altered")
+		case err != nil && data != nil:
+			t.Fatalf("error with a body")
+		}
+		var ge *errcodes.Error
+		if errors.As(err, &ge) && ge.HTTPStatus != status {
+			t.Fatalf("status %d recorded as %d", status, ge.HTTPStatus)
+		}
+	})
+}
+
+// Error texts name the package once.
+func TestErrorTextsArePrefixedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		var errs []error
+		_, err := h.c.SendBurst(t.Context(), number, cloudapi.Text(alice, "ok"), cloudapi.Text(alice, ""))
+		errs = append(errs, err)
+		h.srv.FailNext(errcodes.MarketingLimit)
+		_, err = h.c.Send(t.Context(), number, cloudapi.Template(bob, "t", "en"))
+		errs = append(errs, err)
+		h.srv.Script(cloudapitest.Failure{Reset: true})
+		_, err = h.c.Send(t.Context(), number, cloudapi.Text("+237 690 00 00 07", "x"))
+		errs = append(errs, err)
+		for _, err := range errs {
+			if err == nil || strings.Count(err.Error(), "cloudapi: ") != 1 {
+				t.Errorf("error text %q", err)
+			}
+		}
+		var ve *cloudapi.ValidationError
+		if !errors.As(errs[0], &ve) || ve.Field != "messages[1].text.body" {
+			t.Errorf("bubble error %v", errs[0])
+		}
+	})
+}
+
+// Issue 12 section 5: more message types, validated before spending.
+func TestMoreMessageTypes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		for _, tc := range []struct {
+			m    cloudapi.Message
+			want string // a fragment of the request body
+		}{
+			{cloudapi.Voice(alice, cloudapi.Media{ID: "9"}), `"audio":{"id":"9","voice":true}`},
+			{cloudapi.CallToAction(alice, "See your order", "Open", "https://example.com/o/1"), `"action":{"name":"cta_url","parameters":{"display_text":"Open","url":"https://example.com/o/1"}}`},
+			{cloudapi.LocationRequest(alice, "Where should we deliver?"), `"type":"location_request_message"`},
+		} {
+			before := len(h.srv.Requests())
+			tc.m.ReplyTo = "wamid.IN1"
+			if _, err := h.c.Send(t.Context(), number, tc.m); err != nil {
+				t.Fatalf("%s: %v", tc.want, err)
+			}
+			body := string(h.srv.Requests()[before].Body)
+			if !strings.Contains(body, tc.want) || !strings.Contains(body, `"context":{"message_id":"wamid.IN1"}`) {
+				t.Errorf("body %s lacks %s or the reply context", body, tc.want)
+			}
+			time.Sleep(time.Minute)
+		}
+		for name, m := range map[string]cloudapi.Message{
+			"voice caption":  cloudapi.Voice(alice, cloudapi.Media{ID: "9", Caption: "no"}),
+			"cta long label": cloudapi.CallToAction(alice, "b", strings.Repeat("x", 21), "https://example.com"),
+			"cta bad url":    cloudapi.CallToAction(alice, "b", "Open", "javascript:alert(1)"),
+			"location empty": cloudapi.LocationRequest(alice, " "),
+		} {
+			if err := m.Validate(); !errors.As(err, new(*cloudapi.ValidationError)) {
+				t.Errorf("%s: Validate = %v", name, err)
+			}
+		}
+	})
+}
+
+// brokenStore fails every pair decision, as a Redis store does when the
+// server is down.
+type brokenStore struct{}
+
+var errDown = errors.New("store down")
+
+func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairlimit.Ticket, bool, error) {
+	return pairlimit.Ticket{}, false, errDown
+}
+func (brokenStore) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
+	return time.Time{}, errDown
+}
+func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairlimit.Ticket) (bool, error) {
+	return false, errDown
+}
+func (brokenStore) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+	return 0, errDown
+}
+func (brokenStore) Accept(context.Context, pairlimit.Pair, time.Time) error { return errDown }
+
+// A limiter that cannot decide sends nothing: not submitted, zero requests.
+func TestPairStoreErrorSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairlimit.New(pairlimit.Meta, pairlimit.WithStore(brokenStore{}))))
+		_, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "x"))
+		if cloudapi.StateOf(err) != cloudapi.StateNotSubmitted || !errors.Is(err, pairlimit.ErrStore) || len(h.srv.Requests()) != 0 {
+			t.Errorf("Send = %v (%v), %d requests", err, cloudapi.StateOf(err), len(h.srv.Requests()))
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wapace/wapace/backoff"
@@ -49,9 +50,11 @@ type Result struct {
 // and classifies the answer with CheckResponse and errcodes:
 //
 //   - a refusal that holds a limit the Client paces (131056 the pair;
-//     130429, 131048, 131057, 2494100 the number; 4, 613, 80007, 80008 the
-//     call budget): the limit is held as Meta prescribes and only this
-//     message is retried; other recipients are not slowed.
+//     130429, 131057, 2494100 the number; 4, 80007, 80008 the call
+//     budget): the limit is held as Meta prescribes and only this message
+//     is retried; other recipients are not slowed. A refusal for a limit no
+//     limiter holds (131048, 613, 131064) ends in StateRefused, not
+//     retried.
 //   - anything that does not prove refusal (a transport failure after a byte
 //     of the request may have left, a timeout, any 5xx except 2494100, codes
 //     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
@@ -114,8 +117,9 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
-		if len(msgs) > 1 {
-			return fmt.Errorf("cloudapi: bubble %d: %w", i, err)
+		var ve *ValidationError
+		if len(msgs) > 1 && errors.As(err, &ve) {
+			return invalid("messages["+strconv.Itoa(i)+"]."+ve.Field, ve.Reason)
 		}
 		return err
 	}
@@ -246,8 +250,9 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			a.settle(at, k, k+1)
 		}
 		if out.state == StateRefused {
-			c.refused(at, s.from, s.pair, out.gerr)
-			if retried(out.gerr.Class()) {
+			// Retried only when a limiter holds the refusal: waiting out the
+			// hold is what makes a retry worth making.
+			if hold := c.refused(at, s.from, s.pair, out.gerr); hold > 0 && retried(out.gerr.Class()) {
 				s.refusals++
 				s.last = out.gerr.Code
 				return k, true, nil
@@ -308,15 +313,18 @@ func (c *Client) accepted(at time.Time, from string, pair pairlimit.Pair) {
 	}
 }
 
-func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errcodes.Error) {
+// refused applies the hold of refusal e to the limit errcodes says it
+// holds, and returns the hold (zero when no limiter holds that code).
+func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errcodes.Error) time.Duration {
 	switch e.Class().Hold {
 	case errcodes.HoldPair:
 		if !pair.IsZero() {
-			c.pairs.Refused(at, pair)
+			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		c.Number(from).Refused(at, e.Code)
+		return c.Number(from).Refused(at, e.Code)
 	case errcodes.HoldApp, errcodes.HoldWABA:
-		c.budget.Refused(at, e.Code)
+		return c.budget.Refused(at, e.Code)
 	}
+	return 0
 }

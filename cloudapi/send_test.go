@@ -422,7 +422,7 @@ func TestValidationSpendsNothing(t *testing.T) {
 			{"duplicate ids", cloudapi.Buttons(alice, "pick", cloudapi.Button{"a", "A"}, cloudapi.Button{"a", "B"}), "interactive.action.buttons[1].reply.id"},
 			{"eleven rows", cloudapi.List(alice, "menu", "open", cloudapi.Section{Rows: rows(11)}), "interactive.action.sections"},
 			{"media with both", cloudapi.Image(alice, cloudapi.Media{ID: "1", Link: "https://x/y.png"}), "image"},
-			{"ftp link", cloudapi.Document(alice, cloudapi.MediaLink("ftp://x/y.pdf")), "document.link"},
+			{"ftp link", cloudapi.Document(alice, cloudapi.Media{Link: "ftp://x/y.pdf"}), "document.link"},
 			{"audio caption", cloudapi.Audio(alice, cloudapi.Media{ID: "1", Caption: "no"}), "audio.caption"},
 			{"bad template name", cloudapi.Template(alice, "Spring Sale", "en"), "template.name"},
 			{"latitude", cloudapi.Location(alice, 91, 0, "", ""), "location.latitude"},
@@ -457,10 +457,10 @@ func TestValidationSpendsNothing(t *testing.T) {
 		// Every valid constructor goes through.
 		good := []cloudapi.Message{
 			cloudapi.Text(alice, "hi"), cloudapi.TextWithPreview(alice, "https://example.com"),
-			cloudapi.Template(alice, "order_update", "en_US", cloudapi.Header(cloudapi.ImageParam(cloudapi.MediaLink("https://example.com/a.png"))),
+			cloudapi.Template(alice, "order_update", "en_US", cloudapi.Header(cloudapi.ImageParam(cloudapi.Media{Link: "https://example.com/a.png"})),
 				cloudapi.Body(cloudapi.TextParam("Ada"), cloudapi.CurrencyParam("$10", "USD", 10000)), cloudapi.QuickReplyButton(0, "stop")),
 			cloudapi.Image(alice, cloudapi.Media{ID: "123", Caption: "look"}), cloudapi.Document(alice, cloudapi.Media{Link: "https://example.com/a.pdf", Filename: "a.pdf"}),
-			cloudapi.Audio(alice, cloudapi.MediaID("9")), cloudapi.Video(alice, cloudapi.MediaID("9")), cloudapi.Sticker(alice, cloudapi.MediaID("9")),
+			cloudapi.Audio(alice, cloudapi.Media{ID: "9"}), cloudapi.Video(alice, cloudapi.Media{ID: "9"}), cloudapi.Sticker(alice, cloudapi.Media{ID: "9"}),
 			cloudapi.Buttons(alice, "pick", cloudapi.Button{"y", "Yes"}, cloudapi.Button{"n", "No"}),
 			cloudapi.List(alice, "menu", "open", cloudapi.Section{Title: "A", Rows: rows(5)}, cloudapi.Section{Title: "B", Rows: []cloudapi.Row{{ID: "z", Title: "Z"}}}),
 			cloudapi.Location(alice, 3.848, 11.502, "Office", "Yaoundé"), cloudapi.Reaction(alice, "wamid.X", "👍"),

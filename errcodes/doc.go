@@ -56,7 +56,14 @@
 //
 // # Sources
 //
-// Titles follow Meta's Cloud API error code reference; the Throttling flag
-// follows its "Throttling errors" group. The waits come from Meta's pages on
-// per-user marketing limits (131049) and throughput upgrades (131057).
+// Titles, scopes and waits follow Meta's "WhatsApp error codes" page
+// (developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes,
+// updated June 2026); the Throttling flag follows its "Throttling errors"
+// group. 613 comes from the Graph API's error-handling and rate-limiting
+// pages, which list it with the throttling codes. The waits come from Meta's
+// pages on per-user marketing limits (131049), throughput upgrades (131057)
+// and the error codes page (133015: 5 minutes; 2494100: "a few minutes",
+// read as 2). Codes 131014 and 12455, seen in other clients' traffic but on
+// none of Meta's pages, are classified conservatively (not retryable, scope
+// unknown). Every row is pinned by a test that names its page.
 package errcodes

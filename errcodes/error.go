@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Error is one Graph API error object as the Cloud API sends it, either in
@@ -132,55 +134,91 @@ func (e *Error) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Sanitize makes s safe to log: it masks every run of 7 or more digits
-// (phone numbers), every run of 40 or more token characters (access tokens,
-// app secrets), and caps the result at 200 bytes.
+// Sanitize makes s safe to log: it masks every phone number (7 or more
+// digits, in any script, full-width included, possibly spaced or split by
+// dashes, dots, slashes or parentheses: "+1 415-555-0100"), every run of 40
+// or more token characters (access tokens, app secrets), and caps the
+// result at 200 bytes. Invalid UTF-8 is dropped first, so that it cannot
+// split a number and then vanish.
 func Sanitize(s string) string {
 	const maxLen = 200
+	s = strings.ToValidUTF8(s, "")
 	var b strings.Builder
 	for i := 0; i < len(s) && b.Len() < maxLen; {
-		if !isTokenChar(s[i]) {
-			b.WriteByte(s[i])
-			i++
+		if isTokenChar(s[i]) && (i == 0 || !isTokenChar(s[i-1])) {
+			k := i
+			for k < len(s) && isTokenChar(s[k]) {
+				k++
+			}
+			if k-i >= 40 {
+				b.WriteString("[redacted]")
+				i = k
+				continue
+			}
+		}
+		if end, digits := numberSpan(s, i); digits > 0 {
+			if digits >= 7 {
+				b.WriteString("[number]")
+			} else {
+				b.WriteString(s[i:end])
+			}
+			i = end
 			continue
 		}
-		k := i
-		for k < len(s) && isTokenChar(s[k]) {
-			k++
-		}
-		if k-i >= 40 {
-			b.WriteString("[redacted]")
-		} else {
-			maskDigits(&b, s[i:k])
-		}
-		i = k
+		_, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteString(s[i : i+size])
+		i += size
 	}
 	out := b.String()
-	if len(out) > maxLen {
-		out = out[:maxLen]
+	for len(out) > maxLen {
+		_, size := utf8.DecodeLastRuneInString(out)
+		out = out[:len(out)-size]
 	}
-	return strings.ToValidUTF8(out, "")
+	return out
 }
 
-// maskDigits writes word to b with every run of 7 or more digits replaced.
-func maskDigits(b *strings.Builder, word string) {
-	for i := 0; i < len(word); {
-		j := i
-		for j < len(word) && isDigit(word[j]) {
-			j++
-		}
+// numberSpan returns the end of the number starting at s[i] and how many
+// digits it holds: digits of any script, joined by single separators
+// (space, dash, dot, slash, parentheses). It returns 0 digits when s[i] is
+// not a digit.
+func numberSpan(s string, i int) (end, digits int) {
+	end = i
+	for j := i; j < len(s); {
+		r, size := utf8.DecodeRuneInString(s[j:])
 		switch {
-		case j-i >= 7:
-			b.WriteString("[number]")
-			i = j
-		case j > i:
-			b.WriteString(word[i:j])
-			i = j
+		case unicode.IsDigit(r):
+			digits++
+			j += size
+			end = j
+		case digits > 0 && isSeparator(r):
+			// A separator belongs to the number only if a digit follows
+			// (after at most one more separator, as in "415) 555").
+			k := j + size
+			if k < len(s) {
+				if r2, size2 := utf8.DecodeRuneInString(s[k:]); isSeparator(r2) && r2 != r {
+					k += size2
+				}
+			}
+			if k >= len(s) {
+				return end, digits
+			}
+			if r3, _ := utf8.DecodeRuneInString(s[k:]); !unicode.IsDigit(r3) {
+				return end, digits
+			}
+			j = k
 		default:
-			b.WriteByte(word[i])
-			i++
+			return end, digits
 		}
 	}
+	return end, digits
+}
+
+func isSeparator(r rune) bool {
+	switch r {
+	case ' ', '-', '.', '/', '(', ')', '\u00a0':
+		return true
+	}
+	return false
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -51,3 +51,27 @@ func ExampleParse_notGraph() {
 	// errcodes: http 502 body is not a Graph API error: invalid JSON
 	// true
 }
+
+// One table decides every action: which limiter a refusal holds, and
+// whether the answer proves that nothing was sent at its HTTP status.
+func ExampleClass_NotSent() {
+	for _, a := range []struct {
+		code   errcodes.Code
+		status int
+	}{
+		{errcodes.PairRateLimit, 400},
+		{errcodes.PairRateLimit, 500},
+		{errcodes.MaintenanceMode, 503},
+		{errcodes.SomethingWentWrong, 400},
+		{errcodes.BusinessRateLimit, 400},
+	} {
+		cl := errcodes.Lookup(a.code)
+		fmt.Printf("%d at %d: hold=%v notSent=%v\n", a.code, a.status, cl.Hold, cl.NotSent(a.status))
+	}
+	// Output:
+	// 131056 at 400: hold=pair notSent=true
+	// 131056 at 500: hold=pair notSent=false
+	// 2494100 at 503: hold=phone_number notSent=true
+	// 131000 at 400: hold=none notSent=false
+	// 131064 at 400: hold=tier notSent=true
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 )
 
@@ -96,6 +97,7 @@ func decodeObject(raw []byte) (*Error, string) {
 		FBTraceID   json.RawMessage `json:"fbtrace_id"`
 		IsTransient json.RawMessage `json:"is_transient"`
 		Href        json.RawMessage `json:"href"`
+		Details     json.RawMessage `json:"details"`
 	}
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, "invalid JSON"
@@ -133,6 +135,10 @@ func decodeObject(raw []byte) (*Error, string) {
 	case len(w.ErrorData) > 0 && w.ErrorData[0] == '"':
 		e.Details = str(w.ErrorData)
 	}
+	if e.Details == "" {
+		// Message-level webhook errors carry details at the top level.
+		e.Details = str(w.Details)
+	}
 	return e, ""
 }
 
@@ -140,7 +146,9 @@ func decodeObject(raw []byte) (*Error, string) {
 // digits.
 const maxCode = 1<<31 - 1
 
-// parseCode reads a JSON number, or a string holding one, as a code.
+// parseCode reads a JSON number, or a string holding one, as a code. An
+// integral number written with a fraction or exponent (131049.0) is read as
+// the integer it is.
 func parseCode(raw json.RawMessage) (Code, bool) {
 	if len(raw) == 0 {
 		return 0, false
@@ -152,7 +160,14 @@ func parseCode(raw json.RawMessage) (Code, bool) {
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > maxCode {
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f != math.Trunc(f) || f < 0 || f > maxCode {
+			return 0, false
+		}
+		n = int64(f)
+	}
+	if n < 0 || n > maxCode {
 		return 0, false
 	}
 	return Code(n), true

@@ -170,7 +170,7 @@ func TestSanitize(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
 		"plain text (#131056)":              "plain text (#131056)",
-		"to +237 690 00 00 01":              "to +237 690 00 00 01",
+		"to +237 690 00 00 01":              "to +[number]",
 		"to +237690000001.":                 "to +[number].",
 		"wa_id237690000001x":                "wa_id[number]x",
 		"Bearer " + strings.Repeat("A", 45): "Bearer [redacted]",
@@ -196,5 +196,35 @@ func TestErrorUnmarshalJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"errors":[{"title":"no code"}]}`), &status); !errors.Is(err, errcodes.ErrNotGraphError) {
 		t.Errorf("Unmarshal without code: %v", err)
+	}
+}
+
+// TestParseWebhookLenient: shapes seen in webhook error objects (issue 16):
+// an integral code written as 131049.0 and message-level errors whose
+// details sit at the top level, not under error_data.
+func TestParseWebhookLenient(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		raw     string
+		code    errcodes.Code
+		details string
+	}{
+		{"integral float code", `{"code":131049.0,"title":"x"}`, 131049, ""},
+		{"exponent code", `{"code":1.31049e5}`, 131049, ""},
+		{"string code", `{"code":"131051"}`, 131051, ""},
+		{"top-level details", `{"code":131051,"details":"Message type unknown"}`, 131051, "Message type unknown"},
+		{"error_data wins", `{"code":131051,"details":"top","error_data":{"details":"nested"}}`, 131051, "nested"},
+	}
+	for _, tt := range tests {
+		e, err := errcodes.ParseWebhook([]byte(tt.raw))
+		if err != nil || e.Code != tt.code || e.Details != tt.details {
+			t.Errorf("%s: ParseWebhook = %+v, %v; want code %d details %q", tt.name, e, err, tt.code, tt.details)
+		}
+	}
+	for _, bad := range []string{`{"code":131049.5}`, `{"code":-1.0}`, `{"code":"NaN"}`, `{"code":1e300}`} {
+		if _, err := errcodes.ParseWebhook([]byte(bad)); !errors.Is(err, errcodes.ErrNotGraphError) {
+			t.Errorf("ParseWebhook(%s) = %v, want ErrNotGraphError", bad, err)
+		}
 	}
 }

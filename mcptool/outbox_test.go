@@ -15,6 +15,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
@@ -374,7 +375,7 @@ func TestMetaOutcomes(t *testing.T) {
 				req = r
 			}
 		}
-		n, err := cloudapi.ParseNotification(w.meta.StatusBody(cloudapitest.Delivered(req)))
+		n, err := webhook.Parse(w.meta.StatusBody(cloudapitest.Delivered(req)))
 		if err != nil {
 			t.Fatal(err)
 		}

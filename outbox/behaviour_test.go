@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
@@ -212,7 +213,7 @@ func TestUnknownReconcileAndResend(t *testing.T) {
 			}
 		}
 		ra.MessageID = "wamid.A"
-		n, err := cloudapi.ParseNotification(meta.StatusBody(cloudapitest.Delivered(ra)))
+		n, err := webhook.Parse(meta.StatusBody(cloudapitest.Delivered(ra)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +266,7 @@ func TestServiceWindowAndRevalidate(t *testing.T) {
 		}
 		// An inbound message opens the window.
 		body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"1","phone_number_id":"` + from + `"},"messages":[{"from":"237690000001","id":"wamid.in","timestamp":"` + itoa(time.Now().Unix()) + `","type":"text","text":{"body":"hello"}}]}}]}]}`)
-		n, err := cloudapi.ParseNotification(body)
+		n, err := webhook.Parse(body)
 		if err != nil {
 			t.Fatal(err)
 		}

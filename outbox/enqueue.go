@@ -92,9 +92,10 @@ func (o *Outbox) Wake() { o.poke() }
 
 // poke wakes Run without blocking.
 func (o *Outbox) poke() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
+	o.runMu.Lock()
+	defer o.runMu.Unlock()
+	for r := range o.runners {
+		r.signal()
 	}
 }
 

@@ -27,7 +27,9 @@ type Outbox struct {
 	d     dialect
 	cfg   config
 	owner string
-	wake  chan struct{} // Enqueue pokes Run
+
+	runMu   sync.Mutex // protects runners
+	runners map[*runner]bool
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -70,7 +72,7 @@ func parseDSN(s string) (dsn, error) {
 		}
 		return dsn{driver: "pgx", source: s}, nil
 	}
-	return dsn{}, fmt.Errorf("%w: want sqlite:PATH or postgres://...", ErrInvalidDSN)
+	return dsn{}, fmt.Errorf("%w: want sqlite:PATH or a postgres:// URL", ErrInvalidDSN)
 }
 
 // Open opens (creating its tables if needed) the outbox at dsn:
@@ -114,7 +116,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 		db.SetMaxOpenConns(16)
 		db.SetMaxIdleConns(16)
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, wake: make(chan struct{}, 1)}
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}}
 	if err := o.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("outbox: creating tables: %w", scrub(err, dsnStr))
@@ -144,6 +146,18 @@ func (o *Outbox) Close() error {
 	o.closed = true
 	o.mu.Unlock()
 	return o.db.Close()
+}
+
+func (o *Outbox) addRunner(r *runner) {
+	o.runMu.Lock()
+	defer o.runMu.Unlock()
+	o.runners[r] = true
+}
+
+func (o *Outbox) removeRunner(r *runner) {
+	o.runMu.Lock()
+	defer o.runMu.Unlock()
+	delete(o.runners, r)
 }
 
 // DB returns the Outbox's database, so that a caller can begin the

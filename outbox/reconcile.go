@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -14,15 +14,15 @@ import (
 // that a late "delivered" never undoes a "read".
 var statusRank = map[string]State{"sent": StateAccepted, "delivered": StateDelivered, "read": StateRead, "failed": StateFailed}
 
-// Reconcile applies a webhook notification (as handed over by a
-// cloudapi.WebhookHandler): each status moves the item it names, found by
+// Reconcile applies a webhook notification (from a webhook.Handler's
+// callback, or webhook.Parse): each status moves the item it names, found by
 // biz_opaque_callback_data (the idempotency key) or else by wamid, to
 // accepted ("sent"), delivered, read or failed, never backwards; a status
 // for a submitted_unknown item settles its outcome. Each inbound message
 // opens (renews) the sender's customer service window. Statuses for
 // unknown items are ignored. It is safe to call with redelivered
 // notifications.
-func (o *Outbox) Reconcile(ctx context.Context, n *cloudapi.Notification) error {
+func (o *Outbox) Reconcile(ctx context.Context, n *webhook.Notification) error {
 	if o.isClosed() {
 		return ErrClosed
 	}
@@ -39,8 +39,15 @@ func (o *Outbox) Reconcile(ctx context.Context, n *cloudapi.Notification) error 
 	for _, e := range n.Entry {
 		for _, ch := range e.Changes {
 			v := ch.Value
+			if v == nil {
+				continue
+			}
 			for _, m := range v.Messages {
-				to, err := pairlimit.NormalizeRecipient(m.From)
+				sender := m.From
+				if sender == "" {
+					sender = m.FromUserID // a BSUID
+				}
+				to, err := pairlimit.NormalizeRecipient(sender)
 				if err != nil || v.Metadata.PhoneNumberID == "" {
 					continue
 				}
@@ -74,7 +81,7 @@ func webhookTime(ts string, now time.Time) time.Time {
 	return now
 }
 
-func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s cloudapi.Status) ([]Event, error) {
+func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s webhook.Status) ([]Event, error) {
 	target, ok := statusRank[s.Status]
 	if !ok {
 		return nil, nil

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -72,6 +74,8 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	}
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), seeded: map[string]int64{}}
+	o.addRunner(r)
+	defer o.removeRunner(r)
 	return r.run(ctx)
 }
 
@@ -80,10 +84,60 @@ type runner struct {
 	c        *cloudapi.Client
 	owner    string
 	inflight map[string]*claimed
-	done     chan finished
+	done     chan finished    // buffered for every send in flight: never blocks
 	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
 	renewAt  time.Time
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
+
+	sigMu   sync.Mutex         // protects wake and pending
+	wake    context.CancelFunc // ends the current sleep
+	pending bool               // a signal came while not sleeping
+}
+
+// goer is implemented by clocks that must know of every goroutine taking
+// part in a simulation (internal/simclock): Run starts its sends with it.
+type goer interface{ Go(f func()) }
+
+// signal ends Run's current sleep, or the next one at once.
+func (r *runner) signal() {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	if r.wake != nil {
+		r.wake()
+		r.wake = nil
+		return
+	}
+	r.pending = true
+}
+
+// sleep waits d on the clock (d < 0: until signalled), or until signalled
+// or ctx ends. All of Run's waiting happens here, so that it works on any
+// clock, a discrete-event simulation's included.
+func (r *runner) sleep(ctx context.Context, d time.Duration) {
+	r.sigMu.Lock()
+	if r.pending {
+		r.pending = false
+		r.sigMu.Unlock()
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	r.wake = cancel
+	r.sigMu.Unlock()
+	defer func() {
+		r.sigMu.Lock()
+		r.wake = nil
+		r.sigMu.Unlock()
+		cancel()
+	}()
+	clk := r.o.cfg.clock
+	if d < 0 {
+		if _, ok := clk.(clockwait.ContextSleeper); !ok {
+			<-wctx.Done()
+			return
+		}
+		d = 24 * time.Hour // a simulation clock only wakes what sleeps on it
+	}
+	_ = clockwait.Sleep(wctx, clk, d)
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -104,22 +158,34 @@ func (r *runner) run(ctx context.Context) error {
 		err = r.wait(ctx, now)
 	}
 	// Stop: let requests in flight finish, cancel them after the grace.
-	var grace <-chan time.Time
-	if len(r.inflight) > 0 {
-		t := clk.Timer(o.cfg.stopGrace)
-		defer t.Stop()
-		grace = t.C
-	}
+	graceEnd := clk.Now().Add(o.cfg.stopGrace)
+	cancelled := false
 	for len(r.inflight) > 0 {
-		select {
-		case f := <-r.done:
-			if ferr := r.finish(dbCtx, sendCtx, []finished{f}); ferr != nil && err == nil {
+		if ferr := r.drain(dbCtx, sendCtx); ferr != nil {
+			if err == nil {
 				err = ferr
 			}
-		case <-grace:
-			cancelSends()
-			grace = nil
+			// Forget what could not be recorded: its lease will end and
+			// another Run will mark it submitted_unknown.
+			for len(r.inflight) > 0 {
+				f := <-r.done
+				delete(r.inflight, f.it.Key)
+			}
+			break
 		}
+		if len(r.inflight) == 0 {
+			break
+		}
+		now := clk.Now()
+		if !cancelled && !now.Before(graceEnd) {
+			cancelSends()
+			cancelled = true
+		}
+		d := time.Duration(-1)
+		if !cancelled {
+			d = graceEnd.Sub(now)
+		}
+		r.sleep(context.Background(), d)
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -184,24 +250,13 @@ func (r *runner) wait(ctx context.Context, now time.Time) error {
 			next = idle
 		}
 	}
-	var tc <-chan time.Time
+	d := time.Duration(-1)
 	if !next.IsZero() {
-		d := next.Sub(now)
-		if d <= 0 {
+		if d = next.Sub(now); d <= 0 {
 			return nil
 		}
-		t := o.cfg.clock.Timer(d)
-		defer t.Stop()
-		tc = t.C
 	}
-	select {
-	case <-ctx.Done():
-	case <-tc:
-	case <-o.wake:
-	case f := <-r.done:
-		// Put it back for drain.
-		r.done <- f
-	}
+	r.sleep(ctx, d)
 	return nil
 }
 
@@ -467,12 +522,17 @@ func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key
 
 // start starts the sends of claimed items.
 func (r *runner) start(sendCtx context.Context, items []*claimed) {
+	spawn := func(f func()) { go f() }
+	if g, ok := r.o.cfg.clock.(goer); ok {
+		spawn = g.Go
+	}
 	for _, it := range items {
 		r.inflight[it.Key] = it
-		go func(it *claimed) {
+		spawn(func() {
 			res, err := r.c.Send(sendCtx, it.From, it.msg)
 			r.done <- finished{it: it, res: res, err: err}
-		}(it)
+			r.signal()
+		})
 	}
 }
 

@@ -24,7 +24,7 @@ var (
 	// ErrZeroPair: the pair is the zero Pair; build pairs with NewPair.
 	ErrZeroPair = errors.New("pairlimit: zero pair")
 	// ErrDeadline: the wait would end after the context's deadline. WaitN
-	// returns it at once, without waiting, and gives the reservation back.
+	// returns it at once, without waiting, and reserves nothing.
 	ErrDeadline = errors.New("pairlimit: wait would exceed the context deadline")
 )
 
@@ -38,16 +38,14 @@ var (
 // above the usual spread of request latency within a region.
 const DefaultMargin = 250 * time.Millisecond
 
-// penaltyMemory is how long a pair's count of consecutive 131056 answers is
-// kept once its hold has passed with no further send: a pair that stays
-// silent this long starts again at 4^0.
-const penaltyMemory = 15 * time.Minute
-
-// sweepSlack keeps a state a little after its debt is repaid, so that calls
-// whose explicit times arrive slightly out of order still see it.
-const sweepSlack = int64(time.Second)
-
-const numShards = 64 // per business number; a power of two
+// metaHolds is backoff.Meta's schedule as the table a Store takes.
+var metaHolds = func() []time.Duration {
+	h := make([]time.Duration, 5)
+	for i := range h {
+		h[i] = backoff.Meta.Delay(i)
+	}
+	return h
+}()
 
 // Option configures a Limiter.
 type Option func(*Limiter)
@@ -86,90 +84,75 @@ func WithBurstCap(n int) Option {
 // another. It is safe for concurrent use by multiple goroutines and starts no
 // goroutine of its own.
 //
-// Memory is spent only on pairs that still owe debt or carry a recent 131056;
-// the others are evicted lazily inside the calls.
+// The state lives in a [Store]: by default a [MemoryStore] of the
+// limiter's own, which spends memory only on pairs that still owe debt or
+// were refused recently; [WithStore] shares it.
+//
+// The zero Limiter is ready to use: it paces with [Meta], [DefaultMargin],
+// the real clock and its own memory store, as New(Meta) does.
 type Limiter struct {
 	policy   Policy
 	clock    clock.Clock
 	interval int64
 	margin   int64
 	burstCap int
+	store    Store        // nil: mem
+	mem      *MemoryStore // the built-in store, called without an interface
 
-	mu      sync.Mutex                              // serialises adding a business number to numbers
-	numbers atomic.Pointer[map[uint64]*numberTable] // copy on write: read without locking
-	last    atomic.Pointer[numberTable]             // the table used last: most senders have one number
-}
-
-// numberTable holds the pairs of one business number.
-type numberTable struct {
-	from   uint64
-	shards [numShards]shard
-}
-
-type shard struct {
-	mu     sync.Mutex
-	m      map[uint64]state // recipient -> state; protected by mu
-	latest int64            // latest instant seen by a call; protected by mu
-	seq    uint32           // last reservation sequence number; protected by mu
-	ops    int              // calls since the last sweep; protected by mu
-	high   int              // most entries since the map was last rebuilt; protected by mu
-	_      [64]byte         // keep shards on separate cache lines
-}
-
-// state is one pair's pacing state. It holds no pointer, so a map of
-// millions of them costs the garbage collector nothing to scan.
-type state struct {
-	due   int64  // unix ns: the earliest instant the next burst may start
-	seq   uint32 // sequence number of the last reservation, for CancelAt
-	fails uint32 // consecutive 131056 answers
+	ready atomic.Bool // set once the fields above are
+	once  sync.Mutex  // serialises lazy initialisation of a zero Limiter
 }
 
 // New returns a Limiter for policy p (fields left zero stand for Meta's
 // values; use [Meta]).
 func New(p Policy, opts ...Option) *Limiter {
-	p = p.withDefaults()
-	l := &Limiter{
-		policy:   p,
-		clock:    clock.New(),
-		interval: int64(p.Interval),
-		margin:   int64(DefaultMargin),
-		burstCap: p.Burst,
-	}
-	for _, o := range opts {
-		o(l)
-	}
+	l := &Limiter{}
+	l.setup(p, opts)
 	return l
 }
 
+func (l *Limiter) setup(p Policy, opts []Option) {
+	p = p.withDefaults()
+	l.policy = p
+	l.clock = clock.New()
+	l.interval = int64(p.Interval)
+	l.margin = int64(DefaultMargin)
+	l.burstCap = p.Burst
+	for _, o := range opts {
+		o(l)
+	}
+	if m, ok := l.store.(*MemoryStore); ok {
+		l.store, l.mem = nil, m
+	}
+	if l.store == nil && l.mem == nil {
+		l.mem = NewMemoryStore(l.clock)
+	}
+	l.ready.Store(true)
+}
+
+// init makes a zero Limiter usable.
+func (l *Limiter) init() {
+	if l.ready.Load() {
+		return
+	}
+	l.once.Lock()
+	defer l.once.Unlock()
+	if !l.ready.Load() {
+		l.setup(Meta, nil)
+	}
+}
+
 // Policy returns the limiter's policy.
-func (l *Limiter) Policy() Policy { return l.policy }
+func (l *Limiter) Policy() Policy { l.init(); return l.policy }
 
 // Margin returns the safety margin added after every burst.
-func (l *Limiter) Margin() time.Duration { return time.Duration(l.margin) }
+func (l *Limiter) Margin() time.Duration { l.init(); return time.Duration(l.margin) }
 
 // BurstCap returns the most messages one reservation may hold.
-func (l *Limiter) BurstCap() int { return l.burstCap }
-
-// decide is the pacing rule, a pure function of one pair's state, the
-// instant t and the count n: the burst of n starts at act, when the pair's
-// earlier debt is repaid (or at once), and leaves the pair owing n intervals
-// plus the margin. A burst is never joined after the fact: several messages
-// go together only when asked for together (n > 1), because the debt of an
-// accidental burst lands on a later, innocent message.
-func (l *Limiter) decide(s state, t int64, n int) (act int64, next state) {
-	act = max(t, s.due)
-	next = state{due: addSat(act, int64(n)*l.interval+l.margin), seq: s.seq, fails: s.fails}
-	return act, next
-}
-
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
+func (l *Limiter) BurstCap() int { l.init(); return l.burstCap }
 
 func (l *Limiter) check(p Pair, n int) error {
+	l.init()
 	switch {
 	case p.IsZero():
 		return ErrZeroPair
@@ -181,161 +164,99 @@ func (l *Limiter) check(p Pair, n int) error {
 	return nil
 }
 
-// table returns the pairs of business number from, creating them once.
-func (l *Limiter) table(from uint64) *numberTable {
-	if t := l.last.Load(); t != nil && t.from == from {
-		return t
-	}
-	if m := l.numbers.Load(); m != nil {
-		if t, ok := (*m)[from]; ok {
-			l.last.Store(t)
-			return t
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old := l.numbers.Load()
-	if old != nil {
-		if t, ok := (*old)[from]; ok {
-			return t
-		}
-	}
-	m := make(map[uint64]*numberTable)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	t := &numberTable{from: from}
-	m[from] = t
-	l.numbers.Store(&m)
-	return t
+// cost is the debt of a burst of n: n intervals plus the margin.
+func (l *Limiter) cost(n int) time.Duration {
+	return time.Duration(addSat(int64(n)*l.interval, l.margin))
 }
 
-// lock locks and returns the shard of p, with its map ready.
-func (l *Limiter) lock(p Pair) *shard {
-	t := l.table(p.from)
-	sh := &t.shards[(p.to*0x9E3779B97F4A7C15)>>(64-6)]
-	sh.mu.Lock()
-	if sh.m == nil {
-		sh.m = make(map[uint64]state)
-	}
-	return sh
-}
-
-// lookup returns the state of recipient to; a pair without state owes
-// nothing. Called with sh.mu held.
-func (sh *shard) lookup(to uint64) state {
-	if s, ok := sh.m[to]; ok {
-		return s
-	}
-	return state{due: math.MinInt64}
-}
-
-// put stores s for recipient to and does a share of the lazy eviction.
-// Called with sh.mu held.
-func (sh *shard) put(to uint64, s state, t int64) {
-	sh.m[to] = s
-	sh.high = max(sh.high, len(sh.m))
-	sh.touch(t)
-}
-
-// touch records the instant of a call and sweeps the shard once the calls
-// since the last sweep outnumber twice its entries, so that eviction costs
-// O(1) amortised per call. Called with sh.mu held.
-func (sh *shard) touch(t int64) {
-	sh.latest = max(sh.latest, t)
-	sh.ops++
-	if sh.ops < 2*len(sh.m)+32 {
-		return
-	}
-	sh.ops = 0
-	limit := sh.latest - sweepSlack
-	for k, s := range sh.m {
-		if s.due <= limit && (s.fails == 0 || s.due <= limit-int64(penaltyMemory)) {
-			delete(sh.m, k)
-		}
-	}
-	// Go maps do not shrink: rebuild one that has emptied out.
-	if len(sh.m) < sh.high/4 {
-		m := make(map[uint64]state, len(sh.m))
-		for k, s := range sh.m {
-			m[k] = s
-		}
-		sh.m, sh.high = m, len(m)
-	}
-}
-
-// Len returns the number of pairs the limiter holds state for: those that
-// owe debt or were refused recently, plus any not yet evicted.
+// Len returns the number of pairs the limiter's own memory store holds
+// state for: those that owe debt or were refused recently, plus any not yet
+// evicted. It is 0 with a store given by WithStore, other than a
+// *MemoryStore.
 func (l *Limiter) Len() int {
-	m := l.numbers.Load()
-	if m == nil {
+	l.init()
+	if l.mem == nil {
 		return 0
 	}
-	n := 0
-	for _, t := range *m {
-		for i := range t.shards {
-			sh := &t.shards[i]
-			sh.mu.Lock()
-			n += len(sh.m)
-			sh.mu.Unlock()
-		}
+	return l.mem.Len()
+}
+
+// ReadyAt returns the instant n messages sent together to pair p could
+// start if reserved at t, in the manner of [rate.Limiter.TokensAt]: it
+// reads and changes nothing, so several callers may ask, and only a
+// reservation claims the slot. The error is ErrBurstTooLarge,
+// ErrInvalidCount or ErrZeroPair for an n or a pair no reservation can
+// hold, or a *StoreError.
+func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
+	if err := l.check(p, n); err != nil {
+		return time.Time{}, err
 	}
-	return n
+	if l.mem != nil {
+		return time.Unix(0, l.mem.next(p, t.UnixNano())), nil
+	}
+	at, err := l.store.Next(context.Background(), p, t)
+	if err != nil {
+		return time.Time{}, &StoreError{Op: "next", Err: err}
+	}
+	return at, nil
 }
 
 // Allow is shorthand for AllowN(clock.Now(), p, 1).
-func (l *Limiter) Allow(p Pair) bool { return l.AllowN(l.clock.Now(), p, 1) }
+func (l *Limiter) Allow(p Pair) bool {
+	l.init()
+	return l.AllowN(l.clock.Now(), p, 1)
+}
 
 // AllowN reports whether n messages may be sent together to pair p at t,
-// and if so records them. Use it to drop or defer a message rather than
-// wait.
+// and if so records them, in one decision. Use it to drop or defer a
+// message rather than wait. A store error reports false.
 func (l *Limiter) AllowN(t time.Time, p Pair, n int) bool {
-	if l.check(p, n) != nil {
-		return false
-	}
-	tn := t.UnixNano()
-	sh := l.lock(p)
-	defer sh.mu.Unlock()
-	s := sh.lookup(p.to)
-	act, next := l.decide(s, tn, n)
-	if act != tn {
-		sh.touch(tn)
-		return false
-	}
-	sh.seq++
-	next.seq = sh.seq
-	sh.put(p.to, next, tn)
-	return true
+	r := l.reserve(context.Background(), t, p, n, 0)
+	return r.ok
 }
 
 // Reserve is shorthand for ReserveN(clock.Now(), p, 1).
-func (l *Limiter) Reserve(p Pair) Reservation { return l.ReserveN(l.clock.Now(), p, 1) }
+func (l *Limiter) Reserve(p Pair) Reservation {
+	l.init()
+	return l.ReserveN(l.clock.Now(), p, 1)
+}
 
 // ReserveN reserves n messages sent together (one burst: a multi-bubble
 // reply) to pair p, asked at t, and returns when they may go. The
 // reservation is recorded at once; give it back with CancelAt if the
 // messages will not be sent. A reservation that cannot be honoured (n above
-// the burst cap, n < 1, the zero pair) is not OK and changes nothing; its
-// Err says why. ReserveN does not allocate.
+// the burst cap, n < 1, the zero pair, a store that failed) is not OK and
+// reserved nothing; its Err says why. With the default store ReserveN does
+// not allocate.
 func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
+	return l.reserve(context.Background(), t, p, n, InfDuration)
+}
+
+func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWait time.Duration) Reservation {
 	if err := l.check(p, n); err != nil {
 		return Reservation{err: err}
 	}
-	tn := t.UnixNano()
-	sh := l.lock(p)
-	prev := sh.lookup(p.to)
-	act, next := l.decide(prev, tn, n)
-	sh.seq++
-	next.seq = sh.seq
-	sh.put(p.to, next, tn)
-	sh.mu.Unlock()
-	return Reservation{
-		lim: l, pair: p, ok: true, n: n,
-		act: act, seq: next.seq, prevDue: prev.due,
+	var (
+		tk  Ticket
+		ok  bool
+		err error
+	)
+	if l.mem != nil {
+		tk, ok = l.mem.reserve(p, t.UnixNano(), l.cost(n), maxWait)
+	} else {
+		tk, ok, err = l.store.Reserve(ctx, p, t, l.cost(n), maxWait)
+		if err != nil {
+			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+		}
 	}
+	if !ok {
+		return Reservation{err: errTooLate, tk: Ticket{Act: tk.Act}}
+	}
+	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 }
+
+// errTooLate: the reservation would start after its maximum wait.
+var errTooLate = errors.New("pairlimit: would wait longer than allowed")
 
 // Wait is shorthand for WaitN(ctx, p, 1).
 func (l *Limiter) Wait(ctx context.Context, p Pair) error { return l.WaitN(ctx, p, 1) }
@@ -343,9 +264,9 @@ func (l *Limiter) Wait(ctx context.Context, p Pair) error { return l.WaitN(ctx, 
 // WaitN reserves n messages sent together to pair p and blocks on the
 // limiter's clock until they may go, or ctx is done. It fails at once,
 // reserving nothing, when n can never fit (ErrBurstTooLarge,
-// ErrInvalidCount, ErrZeroPair) or when the wait would end after ctx's
-// deadline (ErrDeadline). Cancelled during the wait, it gives the
-// reservation back (when no later reservation depends on it) and returns
+// ErrInvalidCount, ErrZeroPair), when the wait would end after ctx's
+// deadline (ErrDeadline) or when the store fails (ErrStore). Cancelled
+// during the wait, it gives the reservation back (see CancelAt) and returns
 // ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	if err := l.check(p, n); err != nil {
@@ -355,7 +276,17 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 		return err
 	}
 	now := l.clock.Now()
-	r := l.ReserveN(now, p, n)
+	maxWait := InfDuration
+	if d, ok := ctx.Deadline(); ok {
+		maxWait = max(d.Sub(now), 0)
+	}
+	r := l.reserve(ctx, now, p, n, maxWait)
+	if r.err == errTooLate {
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), ErrDeadline)
+	}
+	if r.err != nil {
+		return r.err
+	}
 	delay := r.DelayFrom(now)
 	err := clockwait.Reserved(ctx, l.clock, now, delay, r.CancelAt)
 	if errors.Is(err, clockwait.ErrPastDeadline) {
@@ -368,54 +299,55 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 // the message: another process may share the number). The pair is held for
 // backoff.Meta.Delay(X) from t, X counting the pair's consecutive 131056
 // answers (1 s, 4 s, 16 s, 64 s, 256 s), unless it already owes longer.
-// Other pairs are untouched. It returns the hold applied.
+// Other pairs are untouched. It returns the hold applied (0 for the zero
+// pair, or when the store fails: use RefusedErr to see the error).
 func (l *Limiter) Refused(t time.Time, p Pair) time.Duration {
+	d, _ := l.RefusedErr(t, p)
+	return d
+}
+
+// RefusedErr is Refused that also returns a *StoreError when the store
+// could not record the hold.
+func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
+	l.init()
 	if p.IsZero() {
-		return 0
+		return 0, ErrZeroPair
 	}
-	tn := t.UnixNano()
-	sh := l.lock(p)
-	defer sh.mu.Unlock()
-	s := sh.lookup(p.to)
-	hold := backoff.Meta.Delay(int(s.fails))
-	s.due = max(s.due, addSat(tn, int64(hold)))
-	if s.fails < math.MaxUint32 {
-		s.fails++
+	if l.mem != nil {
+		return l.mem.refuse(p, t.UnixNano(), metaHolds), nil
 	}
-	sh.seq++
-	s.seq = sh.seq // a hold invalidates earlier reservations' give-backs
-	sh.put(p.to, s, tn)
-	return hold
+	d, err := l.store.Refuse(context.Background(), p, t, metaHolds, failMemory)
+	if err != nil {
+		return 0, &StoreError{Op: "refuse", Err: err}
+	}
+	return d, nil
 }
 
 // Accepted records that Meta accepted a message for pair p at t, which
 // resets the pair's count of consecutive 131056 answers.
 func (l *Limiter) Accepted(t time.Time, p Pair) {
+	l.init()
 	if p.IsZero() {
 		return
 	}
-	tn := t.UnixNano()
-	sh := l.lock(p)
-	defer sh.mu.Unlock()
-	if s, ok := sh.m[p.to]; ok && s.fails != 0 {
-		s.fails = 0
-		sh.m[p.to] = s
+	if l.mem != nil {
+		l.mem.accept(p, t.UnixNano())
+		return
 	}
-	sh.touch(tn)
+	_ = l.store.Accept(context.Background(), p, t) // a lost reset only keeps holds longer
 }
 
 // Reservation is a limiter's promise that n messages to one pair may be
 // sent together at a given instant. It is a small value; copying it is
-// cheap, and each reservation should be cancelled at most once.
+// cheap, and cancelling it twice is harmless. The zero Reservation is not
+// OK.
 type Reservation struct {
-	lim     *Limiter
-	err     error
-	pair    Pair
-	n       int
-	act     int64 // unix ns
-	prevDue int64
-	seq     uint32
-	ok      bool
+	lim  *Limiter
+	err  error
+	pair Pair
+	n    int
+	tk   Ticket
+	ok   bool
 }
 
 // OK reports whether the limiter can honour the reservation. If not, Err
@@ -423,7 +355,8 @@ type Reservation struct {
 func (r Reservation) OK() bool { return r.ok }
 
 // Err returns nil for an OK reservation and otherwise the reason it is not:
-// ErrBurstTooLarge, ErrInvalidCount or ErrZeroPair.
+// ErrBurstTooLarge, ErrInvalidCount, ErrZeroPair, or a *StoreError matching
+// ErrStore (nothing was reserved: do not send).
 func (r Reservation) Err() error { return r.err }
 
 // TimeToAct returns the instant the messages may be sent. It is the zero
@@ -432,7 +365,7 @@ func (r Reservation) TimeToAct() time.Time {
 	if !r.ok {
 		return time.Time{}
 	}
-	return time.Unix(0, r.act)
+	return time.Unix(0, r.tk.Act)
 }
 
 // Delay is shorthand for DelayFrom(clock.Now()).
@@ -452,7 +385,7 @@ func (r Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
 		return InfDuration
 	}
-	return time.Duration(max(r.act-t.UnixNano(), 0))
+	return time.Duration(max(r.tk.Act-t.UnixNano(), 0))
 }
 
 // Cancel is shorthand for CancelAt(clock.Now()).
@@ -463,36 +396,28 @@ func (r Reservation) Cancel() {
 }
 
 // CancelAt tells the limiter, at t, that the reserved messages will not be
-// sent. The pair's state is restored as if the reservation had not been made
-// when no later reservation or hold depends on it and its time had not come
-// by t; otherwise the slot stays spent, which errs on the safe side.
-func (r Reservation) CancelAt(t time.Time) {
-	if !r.ok || t.UnixNano() > r.act {
-		return
-	}
-	r.giveBack()
-}
+// sent, and gives back exactly this reservation's debt ([State.Cancel]):
+// when its time had not come by t and no later reservation of the pair is
+// still standing on top of it, the pair owes again what it owed before it
+// (never less than a 131056 hold applied since). When a later reservation
+// acts after this one's debt, that slot is spent, which errs on the safe
+// side. Cancelling twice, or a reservation that is not OK, changes nothing.
+func (r Reservation) CancelAt(t time.Time) { r.cancel(t.UnixNano()) }
 
 // Refund gives the reservation back whatever the time, because none of its
 // messages counted: Meta refused the first of them (with 131056, 130429 or
 // any other error), and a refused send changes nothing at Meta. Like
-// CancelAt, it restores nothing when a later reservation or hold depends on
-// this one. Call Refused after it to apply a 131056 hold.
-func (r Reservation) Refund() {
-	if r.ok {
-		r.giveBack()
-	}
-}
+// CancelAt, it restores nothing when a later reservation stands on this
+// one. Call Refused after it to apply a 131056 hold.
+func (r Reservation) Refund() { r.cancel(math.MinInt64) }
 
-func (r Reservation) giveBack() {
-	sh := r.lim.lock(r.pair)
-	defer sh.mu.Unlock()
-	s, ok := sh.m[r.pair.to]
-	if !ok || s.seq != r.seq {
-		return
+func (r Reservation) cancel(t int64) bool {
+	if !r.ok {
+		return false
 	}
-	sh.seq++ // a second cancel of the same reservation finds nothing to undo
-	s.seq = sh.seq
-	s.due = r.prevDue
-	sh.m[r.pair.to] = s
+	if r.lim.mem != nil {
+		return r.lim.mem.cancel(r.pair, t, r.tk)
+	}
+	ok, err := r.lim.store.Cancel(context.Background(), r.pair, time.Unix(0, t), r.tk)
+	return ok && err == nil
 }

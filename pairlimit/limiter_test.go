@@ -189,14 +189,25 @@ func TestCancelAt(t *testing.T) {
 			t.Errorf("after give-back delay = %v, want 0", d)
 		}
 	})
-	t.Run("a hold keeps it spent", func(t *testing.T) {
+	t.Run("a hold since stays, the reservation's own debt is given back", func(t *testing.T) {
 		lim := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(0))
 		lim.ReserveN(t0, p, 1)
 		r := lim.ReserveN(t0, p, 1)
-		lim.Refused(t0, p)
+		lim.Refused(t0, p) // holds 1 s, within the first reservation's debt
 		r.CancelAt(t0)
-		if got := lim.ReserveN(t0, p, 1).TimeToAct().Sub(t0); got != 12*time.Second {
-			t.Errorf("next acts at +%v, want +12s", got)
+		if got := lim.ReserveN(t0, p, 1).TimeToAct().Sub(t0); got != 6*time.Second {
+			t.Errorf("next acts at +%v, want +6s", got)
+		}
+	})
+	t.Run("a long hold since is never given back", func(t *testing.T) {
+		lim := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(0))
+		r := lim.ReserveN(t0, p, 1)
+		for range 4 {
+			lim.Refused(t0, p) // the fourth holds 64 s from t0
+		}
+		r.CancelAt(t0)
+		if got := lim.ReserveN(t0, p, 1).TimeToAct().Sub(t0); got != 64*time.Second {
+			t.Errorf("next acts at +%v, want +64s", got)
 		}
 	})
 }

@@ -2,13 +2,13 @@ package throughput
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
-	"golang.org/x/time/rate"
 )
 
 // API call budgets per hour per app per WhatsApp Business Account, as Meta
@@ -29,55 +29,95 @@ var budgetHolds = backoff.Exponential{Initial: time.Minute, Factor: 2, Max: time
 // hourly budget in any hour (a bucket of a tenth of it, refilled at nine
 // tenths per hour), and nothing while Meta says the budget is spent. It is
 // safe for concurrent use.
+//
+// The zero Budget is ready to use: it paces [BudgetDefault] calls per hour
+// on the real clock, as NewBudget(BudgetDefault) does.
 type Budget struct {
-	lim   *rate.Limiter
-	clock clock.Clock
-	tl    timeline
+	once     sync.Once // initialises a zero Budget
+	clock    clock.Clock
+	opts     options
+	b        memBucket
+	interval time.Duration
+	burst    int
 
-	mu       sync.Mutex // protects refusals
-	refusals int
+	mu        sync.Mutex // protects the fields below
+	refusals  int
+	heldUntil int64
 }
 
 // NewBudget returns a Budget of callsPerHour ([BudgetDefault],
 // [BudgetActiveWABA] or another figure; below 1 means BudgetDefault). Only
-// [WithClock] applies.
+// [WithClock] and [WithStore] apply.
 func NewBudget(callsPerHour int, opts ...Option) *Budget {
-	o := buildOptions(opts)
+	b := &Budget{}
+	b.once.Do(func() { b.setup(callsPerHour, opts) })
+	return b
+}
+
+func (b *Budget) setup(callsPerHour int, opts []Option) {
+	b.opts = buildOptions(opts)
+	b.clock = b.opts.clock
 	if callsPerHour < 1 {
 		callsPerHour = BudgetDefault
 	}
-	burst := max(callsPerHour/10, 1)
-	perHour := float64(callsPerHour - burst)
+	callsPerHour = min(callsPerHour, math.MaxInt32)
+	b.burst = max(callsPerHour/10, 1)
+	perHour := float64(callsPerHour - b.burst)
 	if callsPerHour == 1 {
 		perHour = 0.5
 	}
-	return &Budget{
-		lim:   rate.NewLimiter(rate.Limit(perHour/3600), burst),
-		clock: o.clock,
-	}
+	b.interval = intervalOf(perHour / 3600)
 }
+
+func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
 
 // HeldUntil returns the end of the current hold, or the zero Time if the
 // budget was never held.
-func (b *Budget) HeldUntil() time.Time { return b.tl.heldUntil() }
+func (b *Budget) HeldUntil() time.Time {
+	b.init()
+	b.mu.Lock()
+	h := b.heldUntil
+	b.mu.Unlock()
+	if h == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, h)
+}
 
 // AllowN reports whether n calls may be made at t, and if so records them.
 func (b *Budget) AllowN(t time.Time, n int) bool {
-	if b.tl.held(t) {
-		return false
-	}
-	return b.lim.AllowN(b.tl.at(t), n)
+	return b.reserve(context.Background(), t, n, 0).ok
 }
 
 // ReserveN reserves n calls asked at t and returns when they may be made.
 func (b *Budget) ReserveN(t time.Time, n int) Reservation {
-	return reserve(b.lim, &b.tl, b.clock, t, n)
+	return b.reserve(context.Background(), t, n, InfDuration)
+}
+
+func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.Duration) Reservation {
+	b.init()
+	if n < 1 {
+		return Reservation{err: ErrInvalidCount}
+	}
+	return reserveBucket(ctx, &b.b, b.opts, b.clock, t.UnixNano(), n, b.interval, b.burst, maxWait)
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be
-// made, failing at once with ErrDeadline if that is after ctx's deadline.
+// made, failing at once, reserving nothing, with ErrDeadline if that is
+// after ctx's deadline.
 func (b *Budget) WaitN(ctx context.Context, n int) error {
-	return waitN(ctx, b.clock, n, b.ReserveN)
+	b.init()
+	return waitN(ctx, b.clock, n, func(t time.Time, n int, maxWait time.Duration) Reservation {
+		return b.reserve(ctx, t, n, maxWait)
+	})
+}
+
+func (b *Budget) hold(t time.Time, d time.Duration) {
+	until := satAdd(t.UnixNano(), int64(d))
+	b.mu.Lock()
+	b.heldUntil = max(b.heldUntil, until)
+	b.mu.Unlock()
+	extend(&b.b, b.opts, until)
 }
 
 // Observe applies what one response's X-Business-Use-Case-Usage header said
@@ -95,7 +135,8 @@ func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
 		}
 	}
 	if d > 0 {
-		b.tl.extend(t.Add(d))
+		b.init()
+		b.hold(t, d)
 	}
 	return d
 }
@@ -109,17 +150,19 @@ func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
 	default:
 		return 0
 	}
+	b.init()
 	b.mu.Lock()
 	d := budgetHolds.Delay(b.refusals)
 	b.refusals++
 	b.mu.Unlock()
-	b.tl.extend(t.Add(d))
+	b.hold(t, d)
 	return d
 }
 
 // Accepted records a call Meta accepted, which resets the count of
 // consecutive refusals.
 func (b *Budget) Accepted(time.Time) {
+	b.init()
 	b.mu.Lock()
 	b.refusals = 0
 	b.mu.Unlock()

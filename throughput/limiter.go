@@ -5,13 +5,11 @@ import (
 	"errors"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
-	"golang.org/x/time/rate"
 )
 
 // Meta's documented throughput levels, in messages per second per business
@@ -34,6 +32,8 @@ var (
 	// ErrDeadline: the wait would end after the context's deadline; nothing
 	// was reserved.
 	ErrDeadline = errors.New("throughput: wait would exceed the context deadline")
+	// ErrInvalidCount: n is below 1.
+	ErrInvalidCount = errors.New("throughput: count must be at least 1")
 )
 
 // Holds after Meta refuses a send for the whole number.
@@ -65,6 +65,8 @@ type options struct {
 	clock    clock.Clock
 	headroom float64
 	adaptive bool
+	store    Store
+	key      string
 }
 
 func buildOptions(opts []Option) options {
@@ -103,43 +105,61 @@ func WithAdaptiveRate(on bool) Option {
 	return func(o *options) { o.adaptive = on }
 }
 
+// MaxMPS is the largest throughput a Limiter accepts, ten times Meta's
+// highest documented figure (1,000 messages per second): figures above it
+// are clamped to it (New and SetMPSAt), so that an absurd rate such as
+// math.MaxInt neither overflows nor admits without limit.
+const MaxMPS = 10_000
+
 // Limiter admits sends for one business phone number. It guarantees that in
 // every closed window of one second no more than PerSecond() sends are
 // admitted, while the sustained rate is at least 95 % of it (for rates of 20
 // and up; 98.75 % at 80 and 99 % at 1,000). It is safe for concurrent use
 // and starts no goroutine.
 //
-// Built on [rate.Limiter] used only through its explicit-time methods: the
-// token bucket's burst b and rate r are chosen so that b + r <= PerSecond(),
-// since a bucket whose burst equals its rate admits almost twice the rate
-// within one second.
+// The admission is a token bucket, decided in one critical section that
+// orders the instants it is asked at (or in one Store decision, see
+// [WithStore]): its burst b and rate r are chosen so that b + r <=
+// PerSecond(), since a bucket whose burst equals its rate admits almost
+// twice the rate within one second.
+//
+// The zero Limiter is ready to use: it admits [Default] messages per second
+// on the real clock, as New(Default) does.
 type Limiter struct {
-	lim   *rate.Limiter
+	once  sync.Once // initialises a zero Limiter
 	clock clock.Clock
 	opts  options
+	b     memBucket // the bucket when opts.store is nil
 
-	tl       timeline     // the hold, and instants in order for lim
-	degraded atomic.Bool  // the adaptive rate is below the configured one
-	burst    atomic.Int64 // lim's burst, read without taking lim's lock
-
-	mu          sync.Mutex // protects the fields below and changes of lim's rate
+	mu          sync.Mutex // protects the fields below
 	mps         int
 	perSecond   int
 	factor      float64   // fraction of perSecond in use
 	lastChange  time.Time // of factor
 	throttles   int       // consecutive 130429 answers
 	maintenance int       // consecutive 131057 or 2494100 answers
+	interval    time.Duration
+	burst       int
+	heldUntil   int64 // the latest hold known, for HeldUntil
 }
 
 // New returns a Limiter for a number allowed mps messages per second
 // ([Default], [Upgraded], [Coexistence], or another figure). An mps below 1
-// means Default.
+// means Default; above [MaxMPS], MaxMPS.
 func New(mps int, opts ...Option) *Limiter {
-	o := buildOptions(opts)
-	l := &Limiter{clock: o.clock, opts: o, factor: 1}
-	l.setLocked(time.Time{}, mps)
+	l := &Limiter{}
+	l.once.Do(func() { l.setup(mps, opts) })
 	return l
 }
+
+func (l *Limiter) setup(mps int, opts []Option) {
+	l.opts = buildOptions(opts)
+	l.clock = l.opts.clock
+	l.factor = 1
+	l.setLocked(0, mps)
+}
+
+func (l *Limiter) init() { l.once.Do(func() { l.setup(Default, nil) }) }
 
 // split returns the bucket's burst and rate for c admissions per second:
 // a burst of 1 % of c (at least 1) and a rate of c minus the burst, so that
@@ -153,38 +173,50 @@ func split(c int, factor float64) (burst int, perSec float64) {
 	return burst, perSec
 }
 
+// intervalOf returns the bucket's interval for perSec tokens a second,
+// rounded down to the nanosecond: at the rates a Limiter accepts (up to
+// MaxMPS) the excess is below one token in any second, so a one-second
+// window never admits more than burst + perSec.
+func intervalOf(perSec float64) time.Duration {
+	if perSec <= 0 {
+		return time.Duration(math.MaxInt64 / 4)
+	}
+	return max(time.Duration(float64(time.Second)/perSec), 1)
+}
+
 // setLocked applies mps at t. Called with l.mu held, or before l is shared.
-func (l *Limiter) setLocked(t time.Time, mps int) {
+func (l *Limiter) setLocked(t int64, mps int) {
 	if mps < 1 {
 		mps = Default
 	}
+	mps = min(mps, MaxMPS)
 	l.mps = mps
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
 	l.applyLocked(t)
 }
 
-func (l *Limiter) applyLocked(t time.Time) {
+func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
-	l.burst.Store(int64(b))
-	if t.IsZero() {
-		l.lim = rate.NewLimiter(rate.Limit(r), b) // starts with a full bucket
-		return
+	old := l.interval
+	l.burst, l.interval = b, intervalOf(r)
+	if old != 0 && l.opts.store == nil {
+		l.b.rescale(t, old, l.interval)
 	}
-	l.lim.SetLimitAt(t, rate.Limit(r))
-	l.lim.SetBurstAt(t, b)
 }
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
 // upgrade to 1,000 messages per second. Windows that start a second or more
 // after t obey the new figure.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) {
+	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setLocked(l.tl.at(t), mps)
+	l.setLocked(t.UnixNano(), mps)
 }
 
 // MPS returns the number's configured throughput.
 func (l *Limiter) MPS() int {
+	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.mps
@@ -193,75 +225,127 @@ func (l *Limiter) MPS() int {
 // PerSecond returns the most sends admitted in any one-second window: the
 // throughput less the headroom.
 func (l *Limiter) PerSecond() int {
+	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.perSecond
 }
 
 // Burst returns the most messages one reservation may hold.
-func (l *Limiter) Burst() int { return int(l.burst.Load()) }
-
-// HeldUntil returns the instant a hold after 130429 or 131057 ends, or the
-// zero Time when the number is not held.
-func (l *Limiter) HeldUntil() time.Time { return l.tl.heldUntil() }
-
-// recoverAt lets an adaptively lowered rate recover by t.
-func (l *Limiter) recoverAt(t time.Time) {
-	if l.degraded.Load() {
-		l.recover(t)
-	}
-}
-
-func (l *Limiter) recover(t time.Time) {
+func (l *Limiter) Burst() int {
+	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	steps := int(t.Sub(l.lastChange) / recoverEvery)
-	if steps <= 0 || l.factor >= 1 {
-		return
+	return l.burst
+}
+
+// HeldUntil returns the instant a hold after 130429 or 131057 ends, or the
+// zero Time when the number was never held. With a Store, it is the latest
+// hold this Limiter applied or met.
+func (l *Limiter) HeldUntil() time.Time {
+	l.init()
+	l.mu.Lock()
+	h := l.heldUntil
+	l.mu.Unlock()
+	if l.opts.store == nil {
+		h = l.b.hold()
 	}
-	l.factor = min(1, l.factor+float64(steps)*recoverStep)
-	l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
-	l.applyLocked(l.tl.at(t))
-	l.degraded.Store(l.factor < 1)
+	if h == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, h)
+}
+
+// params returns the bucket's figures at t, letting an adaptively lowered
+// rate recover first.
+func (l *Limiter) params(t int64) (time.Duration, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.factor < 1 {
+		steps := int(time.Unix(0, t).Sub(l.lastChange) / recoverEvery)
+		if steps > 0 {
+			l.factor = min(1, l.factor+float64(steps)*recoverStep)
+			l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
+			l.applyLocked(t)
+		}
+	}
+	return l.interval, l.burst
 }
 
 // AllowN reports whether n sends may be admitted at t, and if so records
-// them.
+// them, in one decision.
 func (l *Limiter) AllowN(t time.Time, n int) bool {
-	l.recoverAt(t)
-	if l.tl.held(t) || n < 1 || int64(n) > l.burst.Load() {
-		return false
-	}
-	return l.lim.AllowN(l.tl.at(t), n)
+	return l.reserve(context.Background(), t, n, 0).ok
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (l *Limiter) Allow() bool { return l.AllowN(l.clock.Now(), 1) }
-
-// ReserveN reserves n sends asked at t and returns when they may go. During
-// a hold they are scheduled after it. A reservation of more than Burst() is
-// not OK and changes nothing. Instants earlier than one the limiter has
-// already been asked at count as that one (rate.Limiter double-counts
-// refill otherwise), so ask at the current time, not ahead of it.
-func (l *Limiter) ReserveN(t time.Time, n int) Reservation {
-	if n < 1 || int64(n) > l.burst.Load() {
-		return Reservation{}
-	}
-	l.recoverAt(t)
-	at := l.tl.at(t)
-	r := l.lim.ReserveN(at, n) // inlined: the *rate.Reservation does not escape
-	return Reservation{r: *r, ok: r.OK(), tl: &l.tl, clock: l.clock, at: at, delay: r.DelayFrom(at)}
+func (l *Limiter) Allow() bool {
+	l.init()
+	return l.AllowN(l.clock.Now(), 1)
 }
 
+// ReserveN reserves n sends asked at t and returns when they may go. During
+// a hold they are scheduled after it. A reservation of more than Burst(),
+// or of n < 1, is not OK and changes nothing; so is one the Store failed to
+// decide (its Err matches ErrStore). Instants may arrive in any order: the
+// decision is taken under one lock (or in one Store call).
+func (l *Limiter) ReserveN(t time.Time, n int) Reservation {
+	return l.reserve(context.Background(), t, n, InfDuration)
+}
+
+func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.Duration) Reservation {
+	l.init()
+	if n < 1 {
+		return Reservation{err: ErrInvalidCount}
+	}
+	tn := t.UnixNano()
+	interval, burst := l.params(tn)
+	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, interval, burst, maxWait)
+}
+
+// reserveBucket is the one decision of a Limiter or a Budget.
+func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, t int64, n int, interval time.Duration, burst int, maxWait time.Duration) Reservation {
+	if n > burst {
+		return Reservation{err: ErrBurstTooLarge}
+	}
+	var (
+		tk  BucketTicket
+		ok  bool
+		err error
+	)
+	if o.store == nil {
+		tk, ok = b.reserve(t, n, interval, burst, maxWait)
+	} else {
+		tk, ok, err = o.store.Reserve(ctx, o.key, time.Unix(0, t), n, interval, burst, maxWait)
+		if err != nil {
+			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+		}
+	}
+	if !ok {
+		return Reservation{err: errTooLate, tk: BucketTicket{Act: tk.Act}}
+	}
+	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t}
+}
+
+// errTooLate: the reservation would start after its maximum wait.
+var errTooLate = errors.New("throughput: would wait longer than allowed")
+
 // Reserve is shorthand for ReserveN(clock.Now(), 1).
-func (l *Limiter) Reserve() Reservation { return l.ReserveN(l.clock.Now(), 1) }
+func (l *Limiter) Reserve() Reservation {
+	l.init()
+	return l.ReserveN(l.clock.Now(), 1)
+}
 
 // WaitN reserves n sends and blocks on the limiter's clock until they may
-// go, or ctx is done. It fails at once with ErrBurstTooLarge, or with
-// ErrDeadline when the wait would end after ctx's deadline; cancelled
-// during the wait it gives the reservation back and returns ctx's error.
+// go, or ctx is done. It fails at once, reserving nothing, with
+// ErrBurstTooLarge or ErrInvalidCount, with ErrDeadline when the wait would
+// end after ctx's deadline, or with a *StoreError; cancelled during the wait
+// it gives the reservation back and returns ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
-	return waitN(ctx, l.clock, n, l.ReserveN)
+	l.init()
+	return waitN(ctx, l.clock, n, func(t time.Time, n int, maxWait time.Duration) Reservation {
+		return l.reserve(ctx, t, n, maxWait)
+	})
 }
 
 // Wait is shorthand for WaitN(ctx, 1).
@@ -282,9 +366,10 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 //     until it answers.
 //
 // Other codes hold nothing and return 0. Only this number is affected.
+// With a Store whose hold fails, the hold is kept locally only.
 func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
+	l.init()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	var hold time.Duration
 	switch code {
 	case errcodes.ThroughputLimit:
@@ -293,22 +378,35 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 		if l.opts.adaptive {
 			l.factor = max(l.factor*cutFactor, minFactor)
 			l.lastChange = t
-			l.applyLocked(l.tl.at(t))
-			l.degraded.Store(true)
+			l.applyLocked(t.UnixNano())
 		}
 	case errcodes.Maintenance, errcodes.MaintenanceMode:
 		hold = maintenanceHolds.Delay(l.maintenance)
 		l.maintenance++
 	default:
+		l.mu.Unlock()
 		return 0
 	}
-	l.tl.extend(t.Add(hold))
+	until := satAdd(t.UnixNano(), int64(hold))
+	l.heldUntil = max(l.heldUntil, until)
+	l.mu.Unlock()
+	extend(&l.b, l.opts, until)
 	return hold
+}
+
+// extend applies a hold until the given instant to the bucket.
+func extend(b *memBucket, o options, until int64) {
+	if o.store == nil {
+		b.extend(until)
+		return
+	}
+	_, _ = o.store.Hold(context.Background(), o.key, time.Unix(0, until))
 }
 
 // Accepted records that Meta accepted a send from this number at t, which
 // resets the counts of consecutive refusals.
 func (l *Limiter) Accepted(time.Time) {
+	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.throttles, l.maintenance = 0, 0

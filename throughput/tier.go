@@ -1,6 +1,9 @@
 package throughput
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,11 +34,18 @@ const TierWindow = 24 * time.Hour
 // A recipient counts from its latest admitted send until 24 hours after it;
 // admitting a recipient already counted is free (and renews its 24 hours).
 // Memory is proportional to the recipients in the window.
+//
+// A limit of 0 admits no new recipient (Meta gives a portfolio no
+// business-initiated capacity): every refusal's retryAt is 24 hours on, in
+// the future, so that a caller waiting on it never spins; raise the limit
+// with SetLimit. A negative limit is [Unlimited]. The zero Tier has a limit
+// of 0 and the real clock.
 type Tier struct {
 	clock clock.Clock
-	limit int
+	opts  options
 
 	mu    sync.Mutex       // protects the fields below
+	limit int              // set by NewTier or SetLimit
 	last  map[uint64]int64 // recipient -> unix ns of its latest admitted send
 	queue []tierEntry      // admissions in time order; entries superseded by a later send are stale
 	head  int              // first live index of queue
@@ -48,60 +58,163 @@ type tierEntry struct {
 }
 
 // NewTier returns a Tier admitting limit unique recipients per 24 hours
-// ([Tier250] ... [Tier100K], another figure, or [Unlimited]). Only
-// [WithClock] applies.
+// ([Tier250] ... [Tier100K], another figure, 0 for none, or [Unlimited]).
+// Only [WithClock] and [WithStore] apply.
 func NewTier(limit int, opts ...Option) *Tier {
 	o := buildOptions(opts)
-	if limit < 0 {
-		limit = Unlimited
-	}
-	return &Tier{clock: o.clock, limit: limit, last: make(map[uint64]int64)}
+	return &Tier{clock: o.clock, opts: o, limit: max(limit, Unlimited)}
 }
 
 // Limit returns the tier's limit, or Unlimited.
-func (t *Tier) Limit() int { return t.limit }
+func (t *Tier) Limit() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.limit
+}
+
+// SetLimit changes the limit, for example when Meta moves the portfolio to
+// another tier. Recipients already counted stay counted; a lower limit
+// admits no new one until enough expire. A negative limit is Unlimited.
+func (t *Tier) SetLimit(limit int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.limit = max(limit, Unlimited)
+}
+
+// Claim is one admission by a Tier: whether it was admitted, and if not
+// when to retry, and a way to give it back. It is a small value; Release
+// it at most once (a second Release is harmless).
+type Claim struct {
+	tier    *Tier
+	tk      TierTicket
+	ok      bool
+	retryAt time.Time
+	err     error
+}
+
+// OK reports whether the recipient was admitted.
+func (c Claim) OK() bool { return c.ok }
+
+// RetryAt returns, for a refusal by the limit, the instant a count frees:
+// always after the instant asked. It is the zero Time when admitted, or
+// when refused for an invalid recipient or a store error (see Err).
+func (c Claim) RetryAt() time.Time { return c.retryAt }
+
+// Err returns why the claim was refused other than by the limit: a
+// recipient error (see [pairlimit.NewPair] for the accepted forms) or a
+// *StoreError matching ErrStore. It is nil otherwise.
+func (c Claim) Err() error { return c.err }
+
+// Release gives the admission back because its message never went out
+// (cancelled, not submitted, refused): a recipient it counted anew is no
+// longer counted, unless a later admission renewed it. An admission of a
+// recipient already counted gives nothing back, and neither does a second
+// Release.
+func (c Claim) Release() {
+	if !c.ok || !c.tk.New {
+		return
+	}
+	if c.tier.opts.store != nil {
+		_, _ = c.tier.opts.store.Release(context.Background(), c.tier.opts.key, c.tk)
+		return
+	}
+	t := c.tier
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last[c.tk.To] == c.tk.At {
+		delete(t.last, c.tk.To) // its queue entry is now stale
+	}
+}
 
 // Admit reports whether a business-initiated message to recipient may be
 // sent at now. A recipient already counted in the window is admitted for
 // free. A new recipient beyond the limit is refused, with retryAt the
-// instant the oldest count expires; a refusal changes nothing. An invalid
-// recipient (see [pairlimit.NewPair] for the accepted forms) is refused
-// with a zero retryAt.
+// instant the oldest count expires (after now); a refusal changes nothing.
+// An invalid recipient is refused with a zero retryAt. Admit is Claim
+// without the give-back.
 func (t *Tier) Admit(now time.Time, recipient string) (ok bool, retryAt time.Time) {
-	to, err := phone.ParseRecipient(recipient)
+	c := t.Claim(now, recipient)
+	return c.ok, c.retryAt
+}
+
+// Claim admits recipient at now as Admit does, and returns a Claim that can
+// give the admission back.
+func (t *Tier) Claim(now time.Time, recipient string) Claim {
+	to, err := phone.ParseTo(recipient)
 	if err != nil {
-		return false, time.Time{}
+		return Claim{err: fmt.Errorf("throughput: %w", err)}
 	}
-	if t.limit == Unlimited {
-		return true, time.Time{}
+	return t.ClaimParsed(now, to)
+}
+
+// ClaimParsed is Claim for a recipient already parsed with this module's
+// internal/phone ParseTo; it is for this module's packages.
+func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
+	if to.IsZero() {
+		return Claim{err: errors.New("throughput: zero recipient")}
+	}
+	if t.opts.store != nil {
+		limit := t.Limit()
+		if limit == Unlimited {
+			return Claim{ok: true}
+		}
+		tk, ok, retryAt, err := t.opts.store.Claim(context.Background(), t.opts.key, to.Key(), now, limit, TierWindow)
+		if err != nil {
+			return Claim{err: &StoreError{Op: "claim", Err: err}}
+		}
+		if !ok {
+			return Claim{retryAt: retryAt}
+		}
+		return Claim{tier: t, tk: tk, ok: true}
 	}
 	n := now.UnixNano()
+	key := to.Key()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.limit == Unlimited {
+		return Claim{ok: true}
+	}
+	if t.last == nil {
+		t.last = make(map[uint64]int64)
+	}
 	t.expire(n)
-	if prev, counted := t.last[to]; counted {
+	if prev, counted := t.last[key]; counted {
 		if n > prev {
-			t.last[to] = n
-			t.push(to, n)
+			t.last[key] = n
+			t.push(key, n)
 		}
-		return true, time.Time{}
+		return Claim{tier: t, tk: TierTicket{To: key, At: max(prev, n)}, ok: true}
+	}
+	if t.limit == 0 {
+		return Claim{retryAt: time.Unix(0, satAdd(n, int64(TierWindow)))}
 	}
 	if len(t.last) >= t.limit {
-		return false, time.Unix(0, t.oldest()+int64(TierWindow))
+		// The oldest count expires after now (expire dropped the others),
+		// and never at or before it.
+		return Claim{retryAt: time.Unix(0, max(t.oldest()+int64(TierWindow), n+1))}
 	}
-	t.last[to] = n
+	t.last[key] = n
 	t.high = max(t.high, len(t.last))
-	t.push(to, n)
-	return true, time.Time{}
+	t.push(key, n)
+	return Claim{tier: t, tk: TierTicket{To: key, At: n, New: true}, ok: true}
 }
 
 // Count returns the unique recipients counted in the window ending at now.
+// With a Store whose count fails, it returns 0. An Unlimited tier counts
+// nothing and returns 0.
 func (t *Tier) Count(now time.Time) int {
-	if t.limit == Unlimited {
-		return 0
+	if t.opts.store != nil {
+		n, err := t.opts.store.Count(context.Background(), t.opts.key, now, TierWindow)
+		if err != nil {
+			return 0
+		}
+		return n
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.limit == Unlimited {
+		return 0
+	}
 	t.expire(now.UnixNano())
 	return len(t.last)
 }

@@ -634,8 +634,10 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		<-r.Context().Done()
 		return nil, fmt.Errorf("cloudapitest: no connection: %w", context.Cause(r.Context()))
 	}
-	body, err := io.ReadAll(r.Body)
+	var body []byte
+	var err error
 	if r.Body != nil {
+		body, err = io.ReadAll(r.Body)
 		r.Body.Close()
 	}
 	if err != nil {

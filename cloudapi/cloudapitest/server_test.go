@@ -2,6 +2,7 @@ package cloudapitest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
 	"go.uber.org/goleak"
@@ -209,4 +211,63 @@ func TestRealSocket(t *testing.T) {
 	}
 	srv.Close()
 	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestSignatureHeaderVerifies(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
+	h := cloudapitest.Sign(body, "app-secret")
+	if !strings.HasPrefix(h, "sha256=") || len(h) != len("sha256=")+64 {
+		t.Fatalf("header %q", h)
+	}
+	if err := cloudapi.VerifySignature(body, h, "app-secret"); err != nil {
+		t.Errorf("VerifySignature = %v", err)
+	}
+	if err := cloudapi.VerifySignature(body, h, "other"); err == nil {
+		t.Error("verified with the wrong secret")
+	}
+}
+
+// The zero Failure is a bare 500, never a panic; Nth fails one request of
+// several; Stall never delivers the request.
+func TestFailureFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		c := srv.Client()
+		srv.Script(cloudapitest.Failure{})
+		body := `{"messaging_product":"whatsapp","to":"237690000001","type":"text","text":{"body":"x"}}`
+		do := func() (*http.Response, error) {
+			req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v26.0/1/messages", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer tok")
+			return c.Do(req)
+		}
+		resp, err := do()
+		if err != nil || resp.StatusCode != 500 {
+			t.Fatalf("zero Failure: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		srv.Script(cloudapitest.Failure{To: "+237 690 00 00 02", Code: errcodes.PairRateLimit, Nth: 2})
+		for i, want := range []bool{true, false, true} {
+			time.Sleep(time.Minute)
+			b := strings.Replace(body, "237690000001", "237690000002", 1)
+			req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v26.0/1/messages", strings.NewReader(b))
+			req.Header.Set("Authorization", "Bearer tok")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.StatusCode == 200; got != want {
+				t.Errorf("request %d: status %d", i+1, resp.StatusCode)
+			}
+		}
+		srv.Script(cloudapitest.Failure{Stall: true})
+		n := len(srv.Requests())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, cloudapitest.BaseURL+"/v26.0/1/messages", strings.NewReader(body))
+		if _, err := c.Do(req); !errors.Is(err, context.DeadlineExceeded) || len(srv.Requests()) != n {
+			t.Errorf("stall: %v, %d requests recorded", err, len(srv.Requests())-n)
+		}
+	})
 }

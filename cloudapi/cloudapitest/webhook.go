@@ -11,8 +11,24 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/errcodes"
 )
+
+// SignatureHeader is the header Meta signs webhook bodies in
+// ([webhook.SignatureHeader]).
+const SignatureHeader = webhook.SignatureHeader
+
+// Sign returns the value of the X-Hub-Signature-256 header Meta would send
+// with body: "sha256=" and the hex HMAC-SHA256 of body keyed with appSecret.
+// Set it as is:
+//
+//	req.Header.Set(cloudapitest.SignatureHeader, cloudapitest.Sign(body, secret))
+func Sign(body []byte, appSecret string) string {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
 
 // StatusUpdate is a status webhook the server can post: the progress of a
 // message it accepted.
@@ -33,19 +49,23 @@ func Delivered(r Request) StatusUpdate { return StatusUpdate{Request: r, Status:
 // Read is the "read" status of r.
 func Read(r Request) StatusUpdate { return StatusUpdate{Request: r, Status: "read"} }
 
+// Played is the "played" status of r (a voice message was played).
+func Played(r Request) StatusUpdate { return StatusUpdate{Request: r, Status: "played"} }
+
 // Failed is the "failed" status of r with code (131049, say).
 func Failed(r Request, code errcodes.Code) StatusUpdate {
 	return StatusUpdate{Request: r, Status: "failed", Code: code}
 }
 
 // StatusBody returns the webhook notification for the updates, as Meta
-// would post it.
+// would post it; webhook.Parse reads it.
 func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 	type status struct {
 		ID           string            `json:"id"`
 		Status       string            `json:"status"`
 		Timestamp    string            `json:"timestamp"`
-		RecipientID  string            `json:"recipient_id"`
+		RecipientID  string            `json:"recipient_id,omitempty"`
+		RecipientUID string            `json:"recipient_user_id,omitempty"`
 		CallbackData string            `json:"biz_opaque_callback_data,omitempty"`
 		Errors       []*errcodes.Error `json:"errors,omitempty"`
 	}
@@ -57,7 +77,14 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 			at = s.clock.Now()
 		}
 		st := status{ID: u.Request.MessageID, Status: u.Status, Timestamp: strconv.FormatInt(at.Unix(), 10),
-			RecipientID: u.Request.To, CallbackData: u.Request.CallbackData}
+			CallbackData: u.Request.CallbackData}
+		if isBSUID(u.Request.To) {
+			// A user known by a business-scoped user ID: Meta sends the
+			// BSUID and no phone number.
+			st.RecipientUID = u.Request.To
+		} else {
+			st.RecipientID = u.Request.To
+		}
 		if u.Status == "failed" {
 			cl := errcodes.Lookup(u.Code)
 			st.Errors = []*errcodes.Error{{Code: u.Code, Title: cl.Title, Message: cl.Title,
@@ -83,14 +110,19 @@ func (s *Server) StatusBody(updates ...StatusUpdate) []byte {
 	return body
 }
 
-// PostStatus posts the updates to h as a signed webhook (signed with the
-// app secret of WithAppSecret) and returns h's response.
+// isBSUID reports whether to has the shape of a business-scoped user ID:
+// two upper-case letters, a dot, then more (CO.1949266959121697).
+func isBSUID(to string) bool {
+	return len(to) > 3 && to[2] == '.' && 'A' <= to[0] && to[0] <= 'Z' && 'A' <= to[1] && to[1] <= 'Z'
+}
+
+// PostStatus posts the updates to h (a webhook.Handler, say) as a signed
+// webhook (signed with the app secret of WithAppSecret) and returns h's
+// response.
 func (s *Server) PostStatus(h http.Handler, updates ...StatusUpdate) *http.Response {
 	body := s.StatusBody(updates...)
 	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
-	m := hmac.New(sha256.New, []byte(s.appSecret))
-	m.Write(body)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	req.Header.Set(SignatureHeader, Sign(body, s.appSecret))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -17,11 +17,10 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
-	"github.com/wapace/wapace/examples/internal/demo"
 )
 
 func main() {
-	w, err := demo.New(80, nil)
+	w, err := newWorld(80, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -33,13 +32,13 @@ func main() {
 		for i := range reply {
 			reply[i] = cloudapi.Text(user, fmt.Sprintf("Step %d of your setup guide", i+1))
 		}
-		if _, err := w.Client.SendBurst(ctx, demo.From, reply...); err != nil {
+		if _, err := w.Client.SendBurst(ctx, numberID, reply...); err != nil {
 			log.Fatal(err)
 		}
 
 		otp := cloudapi.AuthenticationTemplate(user, "login_code", "en", "482913")
 		otp.ExpiresAt = w.Clock.Now().Add(20 * time.Second) // the code's own validity
-		_, err := w.Client.Send(ctx, demo.From, otp)
+		_, err := w.Client.Send(ctx, numberID, otp)
 		var bp *cloudapi.BackpressureError
 		if !errors.As(err, &bp) {
 			log.Fatalf("expected backpressure, got %v", err)
@@ -58,12 +57,12 @@ func main() {
 		})
 
 		asked := w.Since()
-		res, err := w.Client.Send(ctx, demo.From, cloudapi.Text(user, "Your account is ready."))
+		res, err := w.Client.Send(ctx, numberID, cloudapi.Text(user, "Your account is ready."))
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("utility message: queued at +%v, accepted at +%v (%s)\n",
-			asked.Round(time.Millisecond), res.SentAt.Sub(demo.Start).Round(time.Millisecond), res.MessageID)
+			asked.Round(time.Millisecond), res.SentAt.Sub(simStart).Round(time.Millisecond), res.MessageID)
 	})
 	fmt.Printf("requests that reached Meta: %d (the 5 bubbles and the utility message); time is simulated\n", len(w.Meta.Requests()))
 }

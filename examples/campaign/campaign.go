@@ -13,10 +13,9 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/examples/internal/demo"
 	"github.com/wapace/wapace/examples/internal/rawsend"
-	"github.com/wapace/wapace/internal/simclock"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/simclock"
 	"golang.org/x/time/rate"
 )
 
@@ -95,7 +94,7 @@ func userThinks(r *rand.Rand) time.Duration {
 // RunWapace sends the workload through the wapace client.
 func RunWapace(w Workload) (Report, error) {
 	cfg := w.cfg
-	world, err := demo.New(cfg.MPS, nil)
+	world, err := newWorld(cfg.MPS, nil)
 	if err != nil {
 		return Report{}, err
 	}
@@ -139,7 +138,7 @@ func RunWapace(w Workload) (Report, error) {
 				for to := range queue {
 					m := cloudapi.Template(to, "winter_sale", "en")
 					m.Category = cloudapi.CategoryMarketing
-					if _, err := world.Client.Send(ctx, demo.From, m); err != nil {
+					if _, err := world.Client.Send(ctx, numberID, m); err != nil {
 						fail(err)
 					}
 				}
@@ -151,7 +150,7 @@ func RunWapace(w Workload) (Report, error) {
 				world.Clock.Sleep(time.Duration(r.IntN(60_000)) * time.Millisecond)
 				for round := range cfg.Rounds {
 					asked := world.Clock.Now()
-					rs, err := world.Client.SendBurst(ctx, demo.From, bubbles(user, round)...)
+					rs, err := world.Client.SendBurst(ctx, numberID, bubbles(user, round)...)
 					if err != nil {
 						fail(err)
 						return
@@ -174,7 +173,7 @@ func RunWapace(w Workload) (Report, error) {
 // pacing, and a doubling retry from 1 s on any throttling error.
 func RunNaive(w Workload) (Report, error) {
 	cfg := w.cfg
-	clk := simclock.New(demo.Start)
+	clk := simclock.New(simStart)
 	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(cfg.MPS))
 	defer meta.Close()
 	hc := meta.Client()
@@ -191,9 +190,9 @@ func RunNaive(w Workload) (Report, error) {
 			clk.Sleep(d)
 			var err error
 			if typ == "template" {
-				err = rawsend.Template(hc, demo.From, to, "winter_sale")
+				err = rawsend.Template(hc, numberID, to, "winter_sale")
 			} else {
-				err = rawsend.Text(hc, demo.From, to, "hello")
+				err = rawsend.Text(hc, numberID, to, "hello")
 			}
 			if err == nil {
 				return true
@@ -271,7 +270,7 @@ func fillFromServer(rep *Report, meta *cloudapitest.Server, mps int) {
 			within++
 		}
 	}
-	rep.Makespan, rep.Within = last.Sub(demo.Start), within
+	rep.Makespan, rep.Within = last.Sub(simStart), within
 	rep.Minimum = time.Duration(float64(within) / float64(mps) * float64(time.Second))
 	rep.PairRefusals = meta.Count(errcodes.PairRateLimit)
 	rep.NumRefusals = meta.Count(errcodes.ThroughputLimit)

@@ -18,7 +18,6 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/examples/internal/demo"
 	"github.com/wapace/wapace/examples/internal/rawsend"
 )
 
@@ -32,7 +31,7 @@ func main() {
 		{"Meta's 4^X", backoff.Meta},
 		{"doubling from 1 s", backoff.Doubling},
 	} {
-		w, err := demo.New(80, nil)
+		w, err := newWorld(80, nil)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -43,7 +42,7 @@ func main() {
 			burst(hc)
 			w.Clock.Sleep(10 * time.Second)
 			err := backoff.Retry(context.Background(), s.schedule, func(context.Context) error {
-				err := rawsend.Text(hc, demo.From, user, "Your table is ready")
+				err := rawsend.Text(hc, numberID, user, "Your table is ready")
 				mark := "ok"
 				if errors.Is(err, errcodes.PairRateLimit) {
 					mark = "131056"
@@ -62,7 +61,7 @@ func main() {
 	}
 
 	// wapace sends the burst itself, so it knows the debt and waits it out.
-	w, err := demo.New(80, nil)
+	w, err := newWorld(80, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,15 +73,15 @@ func main() {
 		for i := range bubbles {
 			bubbles[i] = cloudapi.Text(user, fmt.Sprintf("part %d", i+1))
 		}
-		if _, err := w.Client.SendBurst(ctx, demo.From, bubbles...); err != nil {
+		if _, err := w.Client.SendBurst(ctx, numberID, bubbles...); err != nil {
 			log.Fatal(err)
 		}
 		w.Clock.Sleep(10*time.Second - w.Since())
-		r, err := w.Client.Send(ctx, demo.From, cloudapi.Text(user, "Your table is ready"))
+		r, err := w.Client.Send(ctx, numberID, cloudapi.Text(user, "Your table is ready"))
 		if err != nil {
 			log.Fatal(err)
 		}
-		sentAt = r.SentAt.Sub(demo.Start)
+		sentAt = r.SentAt.Sub(simStart)
 	})
 	fmt.Printf("%-18s refused %d times, delivered at +%v (20 x 6 s of debt + 250 ms margin)\n",
 		"wapace pacing", w.Meta.Count(errcodes.PairRateLimit), sentAt)
@@ -92,7 +91,7 @@ func main() {
 // burst is the other sender's 20 messages to the user, all at once.
 func burst(hc *http.Client) {
 	for i := range 20 {
-		if err := rawsend.Text(hc, demo.From, user, fmt.Sprintf("part %d", i+1)); err != nil {
+		if err := rawsend.Text(hc, numberID, user, fmt.Sprintf("part %d", i+1)); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -5,11 +5,10 @@ package rawsend
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
+	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
-	"github.com/wapace/wapace/errcodes"
 )
 
 // Text posts a text message from number to to and returns nil when Meta
@@ -26,7 +25,7 @@ func Template(hc *http.Client, from, to, name string) error {
 
 func post(hc *http.Client, from string, msg map[string]any) error {
 	payload, _ := json.Marshal(msg)
-	req, err := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/"+from+"/messages", bytes.NewReader(payload))
+	req, err := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/"+cloudapi.DefaultAPIVersion+"/"+from+"/messages", bytes.NewReader(payload))
 	if err != nil {
 		return err
 	}
@@ -36,13 +35,6 @@ func post(hc *http.Client, from string, msg map[string]any) error {
 		return err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusOK {
-		return nil
-	}
-	e, err := errcodes.Parse(resp.StatusCode, data)
-	if err != nil {
-		return err
-	}
-	return e
+	_, err = cloudapi.CheckResponse(resp) // nil, an *errcodes.Error, or a non-Graph failure
+	return err
 }

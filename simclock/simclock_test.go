@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/internal/clockwait"
-	"github.com/wapace/wapace/internal/simclock"
+	"github.com/wapace/wapace/simclock"
 	"go.uber.org/goleak"
 )
 
