@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +21,24 @@ import (
 )
 
 const (
-	from  = "106540352242922"
-	token = "EAAG-stdio-test-token-never-printed-0123456789"
+	from      = "106540352242922"
+	token     = "EAAG-stdio-test-token-never-printed-0123456789"
+	appSecret = "stdio-test-app-secret-never-printed"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and
 // the test reading it.
@@ -44,19 +59,34 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// build compiles this command into a temporary directory.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// build compiles this command once per test binary.
 func build(t *testing.T) string {
 	t.Helper()
 	gotool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool on PATH to build the server")
 	}
-	bin := filepath.Join(t.TempDir(), "mcpserver")
-	out, err := exec.Command(gotool, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpserver")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mcpserver")
+		if out, err := exec.Command(gotool, "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return binPath
 }
 
 func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
@@ -83,8 +113,8 @@ func TestStdio(t *testing.T) {
 	bin := build(t)
 	meta := cloudapitest.NewServer(t, cloudapitest.WithToken(token))
 	cmd := exec.Command(bin, "-base-url", meta.URL(), "-from", from,
-		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-accept-wait", "3s")
-	cmd.Env = append(os.Environ(), "WHATSAPP_TOKEN="+token)
+		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-accept-wait", "3s", "-webhook", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "WHATSAPP_TOKEN="+token, "WHATSAPP_APP_SECRET="+appSecret)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 
@@ -100,6 +130,9 @@ func TestStdio(t *testing.T) {
 		}
 		if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), token[10:30]) {
 			t.Error("the server's stderr shows the token")
+		}
+		if strings.Contains(stderr.String(), appSecret) {
+			t.Error("the server's stderr shows the app secret")
 		}
 	}()
 
@@ -223,5 +256,89 @@ func TestStdio(t *testing.T) {
 	}
 	if n := meta.Count(131056); n != 0 {
 		t.Errorf("%d x 131056", n)
+	}
+
+	// A delivery report posted to the server's webhook moves the first
+	// message to delivered.
+	hook := webhookURL(t, &stderr)
+	var first cloudapitest.Request
+	for _, r := range meta.Requests() {
+		if r.CallbackData == keys[0] && r.Accepted {
+			first = r
+		}
+	}
+	body := meta.StatusBody(cloudapitest.Delivered(first))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(cloudapitest.SignatureHeader, cloudapitest.Sign(body, appSecret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_message_status", Arguments: map[string]any{"idempotency_key": keys[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := structured(t, res); got["status"] != "delivered" || got["message_id"] != first.MessageID {
+		t.Errorf("after the delivery report: %v", got)
+	}
+}
+
+// webhookURL reads the address the server printed on stderr.
+func webhookURL(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	const prefix = "webhook listening on "
+	for range 100 {
+		for line := range strings.Lines(stderr.String()) {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return strings.TrimSpace(rest)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the server did not say where its webhook listens")
+	return ""
+}
+
+// Bad configuration stops the server before it serves, with a message that
+// names the problem and never the token.
+func TestBadConfiguration(t *testing.T) {
+	bin := build(t)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"no token", []string{"-from", from}, nil, "WHATSAPP_TOKEN"},
+		{"no sender", nil, []string{"WHATSAPP_TOKEN=" + token}, "-from"},
+		{"bad sender", []string{"-from", "+237 690"}, []string{"WHATSAPP_TOKEN=" + token}, "invalid config"},
+		{"window without webhook", []string{"-from", from, "-service-window"}, []string{"WHATSAPP_TOKEN=" + token}, "-webhook"},
+		{"webhook without secret", []string{"-from", from, "-webhook", "127.0.0.1:0"}, []string{"WHATSAPP_TOKEN=" + token}, "WHATSAPP_APP_SECRET"},
+		{"bad outbox", []string{"-from", from, "-outbox", "mysql://x"}, []string{"WHATSAPP_TOKEN=" + token}, "DSN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, tt.env...)
+			cmd.Dir = t.TempDir()
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("exited 0:\n%s", out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("output does not name %q:\n%s", tt.want, out)
+			}
+			if strings.Contains(string(out), token) {
+				t.Errorf("output shows the token:\n%s", out)
+			}
+		})
 	}
 }
