@@ -26,7 +26,8 @@ type Config struct {
 	// what the tools enqueue.
 	Outbox *outbox.Outbox
 	// From lists the business phone number IDs the agent may send from
-	// (Meta's numeric IDs); the first is the default. The input schema offers exactly these.
+	// (Meta's numeric IDs); the first is the default. The input schema
+	// offers exactly these.
 	From []string
 	// Client is the client outbox.Run sends with. With it, a message is
 	// refused at once when its business number is held (after 130429,
@@ -66,8 +67,9 @@ type Config struct {
 const MaxSyncWait = 2 * time.Minute
 
 // Register adds send_whatsapp_message and get_message_status to s. It
-// returns an error matching ErrInvalidConfig if cfg has no Outbox or no
-// sender, or a sender twice.
+// returns an error matching ErrInvalidConfig if s or cfg.Outbox is nil, if
+// cfg.From is empty, repeats a number or holds one that is not a phone
+// number ID, or if a duration is negative or a wait exceeds MaxSyncWait.
 func Register(s *mcp.Server, cfg Config) error {
 	if s == nil || cfg.Outbox == nil {
 		return errors.Join(ErrInvalidConfig, errors.New("mcptool: a server and an outbox are required"))
