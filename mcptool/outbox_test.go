@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -551,6 +552,51 @@ func TestNumberHoldDecidesAtOnce(t *testing.T) {
 		}
 		if w.accepted()["first"] != 1 {
 			t.Errorf("first accepted %d times", w.accepted()["first"])
+		}
+	})
+}
+
+// Many agents calling at once, some repeating each other's keys: every key
+// is stored once and accepted once, and the pair rule holds.
+func TestConcurrentCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, mcptool.Config{})
+		var wg sync.WaitGroup
+		results := make([]map[string]any, 40)
+		errs := make([]bool, 40)
+		for i := range 40 {
+			wg.Go(func() {
+				key := fmt.Sprintf("c%d", i%25) // 15 keys are sent twice
+				res, err := w.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: mcptool.SendToolName, Arguments: map[string]any{
+					"to": fmt.Sprintf("+237 690 00 00 0%d", i%3), "text": "hello " + key, "idempotency_key": key, "max_delay_ms": 3_600_000,
+				}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := json.Marshal(res.StructuredContent)
+				json.Unmarshal(b, &results[i])
+				errs[i] = res.IsError
+			})
+		}
+		wg.Wait()
+		for i, r := range results {
+			if errs[i] || (r["status"] != "accepted" && r["status"] != "queued") {
+				t.Errorf("call %d: %v", i, r)
+			}
+		}
+		time.Sleep(10 * time.Minute)
+		acc := w.accepted()
+		if len(acc) != 25 {
+			t.Errorf("%d keys accepted, want 25", len(acc))
+		}
+		for k, n := range acc {
+			if n != 1 {
+				t.Errorf("%s accepted %d times", k, n)
+			}
+		}
+		if n := w.meta.Count(errcodes.PairRateLimit); n != 0 {
+			t.Errorf("%d x 131056", n)
 		}
 	})
 }
