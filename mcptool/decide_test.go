@@ -19,6 +19,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/outbox"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -406,5 +407,39 @@ func TestWholeNumberWithPoint(t *testing.T) {
 	}
 	if len(q.sent) != 1 || !q.sent[0].ExpiresAt.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("stored %+v", q.sent)
+	}
+}
+
+func TestWaker(t *testing.T) {
+	var w Waker // the zero value is ready
+	w.Observe(outbox.Event{Key: "nobody"})
+	a, stopA := w.watch("k")
+	b, stopB := w.watch("k")
+	other, stopOther := w.watch("other")
+	defer stopOther()
+	w.Observe(outbox.Event{Key: "k"})
+	w.Observe(outbox.Event{Key: "k"}) // never blocks on a full channel
+	for _, ch := range []<-chan struct{}{a, b} {
+		select {
+		case <-ch:
+		default:
+			t.Error("a watcher was not woken")
+		}
+	}
+	select {
+	case <-other:
+		t.Error("a watcher of another key was woken")
+	default:
+	}
+	stopA()
+	stopB()
+	if _, ok := w.waiting["k"]; ok {
+		t.Error("stopped watchers are still registered")
+	}
+	var nilWaker *Waker
+	ch, stop := nilWaker.watch("k")
+	stop()
+	if ch != nil {
+		t.Error("a nil Waker returned a channel")
 	}
 }

@@ -5,10 +5,13 @@
 // each one:
 //
 //	pairs := pairlimit.New(pairlimit.Meta) // shared by the Client, the outbox and the tools
+//	wk := new(mcptool.Waker)               // wakes waiting calls at each transition
 //	client, _ := cloudapi.New(token, cloudapi.WithPairLimiter(pairs))
-//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithPairLimiter(pairs))
+//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))
 //	go ob.Run(ctx, client) // the dispatcher
-//	err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, From: []string{phoneNumberID}})
+//	err := mcptool.Register(server, mcptool.Config{
+//		Outbox: ob, Client: client, Pairs: pairs, Waker: wk, From: []string{phoneNumberID},
+//	})
 //
 // # Tools
 //

@@ -33,7 +33,8 @@ func ExampleRegister() {
 	defer meta.Close()
 
 	pairs := pairlimit.New(pairlimit.Meta) // shared by the outbox, the Client and the tools
-	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithPairLimiter(pairs))
+	wk := new(mcptool.Waker)               // wakes waiting calls at each transition
+	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func ExampleRegister() {
 	defer func() { cancel(); <-done }()
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "my-agent-tools", Version: "v1.0.0"}, nil)
-	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, From: []string{"106540352242922"}}); err != nil {
+	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, Waker: wk, From: []string{"106540352242922"}}); err != nil {
 		log.Fatal(err)
 	}
 

@@ -49,9 +49,12 @@ func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 func openWorld(t *testing.T, dir string, cfg mcptool.Config, opts ...outbox.Option) (*world, func()) {
 	t.Helper()
 	meta := cloudapitest.NewServer(nil)
-	// One pair limiter shared by the outbox, the Client and the tools.
+	// One pair limiter shared by the outbox, the Client and the tools, and
+	// a Waker fed by the outbox.
 	pairs := pairlimit.New(pairlimit.Meta)
-	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(dir, "outbox.db"), append(opts, outbox.WithPairLimiter(pairs))...)
+	wk := new(mcptool.Waker)
+	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(dir, "outbox.db"),
+		append(opts, outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func openWorld(t *testing.T, dir string, cfg mcptool.Config, opts ...outbox.Opti
 	go func() { done <- ob.Run(ctx, c) }()
 
 	s := mcp.NewServer(&mcp.Implementation{Name: "wapace", Version: "v0"}, nil)
-	cfg.Outbox, cfg.From, cfg.Client = ob, []string{from}, c
+	cfg.Outbox, cfg.From, cfg.Client, cfg.Waker = ob, []string{from}, c, wk
 	if err := mcptool.Register(s, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,10 @@ type Config struct {
 	// a queued message's estimate counts that debt. Without it, only the
 	// outbox's estimate (its lane's depth) is known.
 	Pairs *pairlimit.Limiter
+	// Waker, when its Observe is the outbox's observer, wakes waiting
+	// calls at each transition of their message instead of at their next
+	// poll.
+	Waker *Waker
 	// Clock is the clock the tools read and wait on (the real clock by
 	// default). Give the Outbox and the Client the same one.
 	Clock clock.Clock
@@ -57,7 +61,7 @@ type Config struct {
 	// without a deadline (DefaultReplyTTL).
 	ReplyTTL time.Duration
 	// PollInterval is how often a waiting call reads the outbox
-	// (DefaultPollInterval).
+	// (DefaultPollInterval), with or without a Waker.
 	PollInterval time.Duration
 }
 
@@ -102,7 +106,7 @@ func newTools(q queue, cfg Config) (*tools, error) {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: a call may not wait longer than MaxSyncWait"))
 	}
 	t := &tools{q: q, from: append([]string(nil), cfg.From...), clk: cfg.Clock,
-		pairs: cfg.Pairs, client: cfg.Client, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
+		pairs: cfg.Pairs, client: cfg.Client, waker: cfg.Waker, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
 	if t.clk == nil {
 		t.clk = clock.New()
 	}

@@ -48,6 +48,7 @@ type tools struct {
 	acceptWait time.Duration
 	pairs      *pairlimit.Limiter // nil: the pair's debt is not known
 	client     *cloudapi.Client   // nil: the number's hold is not known
+	waker      *Waker             // nil: waits only poll
 	replyTTL   time.Duration
 	poll       time.Duration
 }
@@ -236,8 +237,11 @@ func (t *tools) existing(ctx context.Context, it item) (outcome, error) {
 	return t.await(ctx, r, it.key, it.operationID, t.clk.Now(), time.Time{})
 }
 
-// await reads the outbox until the message is settled or stop passes.
+// await reads the outbox until the message is settled or stop passes,
+// again at every transition the Waker reports and every poll interval.
 func (t *tools) await(ctx context.Context, r request, key, op string, estimate, stop time.Time) (outcome, error) {
+	woken, unwatch := t.waker.watch(key)
+	defer unwatch()
 	for {
 		it, err := t.q.get(ctx, key)
 		if err != nil {
@@ -297,6 +301,8 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 		case <-ctx.Done():
 			tm.Stop()
 			return outcome{}, ctx.Err()
+		case <-woken:
+			tm.Stop()
 		case <-tm.C:
 		}
 	}

@@ -16,11 +16,17 @@ import (
 )
 
 // benchWorld is newWorld on the real clock, for benchmarks.
-func benchWorld(b *testing.B) *mcp.ClientSession {
+func benchWorld(b *testing.B, waker bool) *mcp.ClientSession {
 	b.Helper()
 	meta := cloudapitest.NewServer(b)
 	pairs := pairlimit.New(pairlimit.Meta)
-	ob, err := outbox.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "outbox.db"), outbox.WithPairLimiter(pairs))
+	var wk *mcptool.Waker
+	opts := []outbox.Option{outbox.WithPairLimiter(pairs)}
+	if waker {
+		wk = new(mcptool.Waker)
+		opts = append(opts, outbox.WithObserver(wk.Observe))
+	}
+	ob, err := outbox.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "outbox.db"), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +38,7 @@ func benchWorld(b *testing.B) *mcp.ClientSession {
 	done := make(chan error, 1)
 	go func() { done <- ob.Run(ctx, c) }()
 	s := mcp.NewServer(&mcp.Implementation{Name: "wapace", Version: "v0"}, nil)
-	if err := mcptool.Register(s, mcptool.Config{Outbox: ob, Pairs: pairs, From: []string{from}}); err != nil {
+	if err := mcptool.Register(s, mcptool.Config{Outbox: ob, Client: c, Pairs: pairs, Waker: wk, From: []string{from}}); err != nil {
 		b.Fatal(err)
 	}
 	ct, st := mcp.NewInMemoryTransports()
@@ -56,22 +62,28 @@ func benchWorld(b *testing.B) *mcp.ClientSession {
 
 // BenchmarkSend measures one send_whatsapp_message call end to end through
 // the SDK's client, the tools, the SQLite outbox and (when accepted) Run
-// and the in-memory fake: "accepted" sends each call to a new recipient
-// (the call waits for Meta's answer), "queued" sends every call to one
-// recipient after the first (the call returns once the message is stored).
+// and the in-memory fake. "accepted" sends each call to a new recipient
+// (the call waits for Meta's answer), reading the outbox every
+// PollInterval ("poll") or woken by a Waker ("waker"); "queued" sends every
+// call to one recipient after the first (the call returns once the message
+// is stored). With -count, the variants alternate in one process.
 func BenchmarkSend(b *testing.B) {
-	for _, mode := range []string{"accepted", "queued"} {
-		b.Run(mode, func(b *testing.B) {
-			cs := benchWorld(b)
+	for _, v := range []struct {
+		name   string
+		waker  bool
+		queued bool
+	}{{"accepted/poll", false, false}, {"accepted/waker", true, false}, {"queued", true, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			cs := benchWorld(b, v.waker)
 			i := 0
 			for b.Loop() {
 				i++
 				to := user
-				if mode == "accepted" {
+				if !v.queued {
 					to = fmt.Sprintf("+23769%07d", i)
 				}
 				res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: mcptool.SendToolName, Arguments: map[string]any{
-					"to": to, "text": "hi", "idempotency_key": fmt.Sprintf("%s-%d", mode, i), "max_delay_ms": 86_400_000,
+					"to": to, "text": "hi", "idempotency_key": fmt.Sprintf("k-%d", i), "max_delay_ms": 86_400_000,
 				}})
 				if err != nil || res.IsError {
 					b.Fatalf("call %d: %v %+v", i, err, res)

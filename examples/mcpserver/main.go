@@ -88,7 +88,8 @@ func run(log *slog.Logger) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := []outbox.Option{outbox.WithPairLimiter(pairs)}
+	wk := new(mcptool.Waker) // wakes waiting calls at each transition
+	opts := []outbox.Option{outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe)}
 	if *window {
 		opts = append(opts, outbox.WithServiceWindow(outbox.DefaultServiceWindow))
 	}
@@ -111,6 +112,7 @@ func run(log *slog.Logger) error {
 		Outbox:     ob,
 		Client:     client,
 		Pairs:      pairs,
+		Waker:      wk,
 		From:       strings.Split(*from, ","),
 		SyncWait:   *syncWait,
 		AcceptWait: *acceptWait,
