@@ -113,7 +113,7 @@ func TestStdio(t *testing.T) {
 	bin := build(t)
 	meta := cloudapitest.NewServer(t, cloudapitest.WithToken(token))
 	cmd := exec.Command(bin, "-base-url", meta.URL(), "-from", from,
-		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-accept-wait", "3s", "-webhook", "127.0.0.1:0")
+		"-outbox", "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "-accept-wait", "5s", "-webhook", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "WHATSAPP_TOKEN="+token, "WHATSAPP_APP_SECRET="+appSecret)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
