@@ -352,6 +352,9 @@ func TestMalformedArgumentsAreProtocolErrors(t *testing.T) {
 			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
 				t.Fatalf("got result %+v, error %v; want an invalid-params protocol error", res, err)
 			}
+			if strings.Contains(we.Message, "237690000001") || strings.Contains(we.Message, "690000001") {
+				t.Errorf("the error quotes a phone number: %s", we.Message)
+			}
 		})
 	}
 	for _, args := range []map[string]any{{}, {"operation_id": 5}} {

@@ -9,6 +9,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wapace/wapace/errcodes"
 )
 
 // outcome is what a tool handler decided: a structured value, a one-line
@@ -97,6 +99,8 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In,
 	return in, nil
 }
 
+// invalidParams is the protocol error for malformed arguments. The schema
+// validator quotes the values it rejects: phone numbers are masked.
 func invalidParams(err error) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errcodes.Sanitize(err.Error())}
 }
