@@ -76,7 +76,7 @@ func (t *tools) register(s *mcp.Server) error {
 		Description: "The state of a message sent with send_whatsapp_message, by operation_id or idempotency_key: " +
 			"queued, sending, accepted, submitted_unknown, delivered, read, failed or expired, with the instant of each transition.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-	}, nil, t.status)
+	}, statusSchema, t.status)
 }
 
 // sendSchema refines the inferred input schema: delivery's and from's
@@ -93,6 +93,14 @@ func (t *tools) sendSchema(s *jsonschema.Schema) {
 	p["max_delay_ms"].Minimum = ptr(0.0)
 	p["expires_at"].Format = "date-time"
 	p["to"].MinLength = ptr(1)
+	// Exactly one content; at most one way to give the deadline.
+	s.OneOf = []*jsonschema.Schema{{Required: []string{"text"}}, {Required: []string{"template"}}, {Required: []string{"buttons"}}}
+	s.Not = &jsonschema.Schema{Required: []string{"max_delay_ms", "expires_at"}}
+}
+
+// statusSchema says that one of the two names is required.
+func statusSchema(s *jsonschema.Schema) {
+	s.AnyOf = []*jsonschema.Schema{{Required: []string{"operation_id"}}, {Required: []string{"idempotency_key"}}}
 }
 
 // send is send_whatsapp_message.
