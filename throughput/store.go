@@ -233,13 +233,24 @@ type memBucket struct {
 	burst    int
 }
 
-// setParams sets the figures of local decisions at t, keeping the tokens
-// the bucket holds.
+// setParams sets the figures of local decisions at t, never leaving the
+// bucket more tokens than it holds.
+//
+// A shorter interval (a higher rate) keeps TAT: reservations already made
+// keep their slots at the old rate, and new ones come after them (moving
+// TAT earlier would schedule new sends among the old ones, both rates at
+// once). A longer interval stretches the debt ahead of TAT from the
+// earlier of t and the instant the bucket was last empty (TAT - burst x
+// interval), so that an instant asked out of order, in the past or the
+// future, never hands out tokens the old figures had spent.
 func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.interval != 0 && b.s.TAT > t {
-		b.s.TAT = t + int64(float64(b.s.TAT-t)*float64(interval)/float64(b.interval))
+	if b.interval != 0 && interval > b.interval {
+		ref := min(t, satAdd(b.s.TAT, -int64(b.burst)*int64(b.interval)))
+		if b.s.TAT > ref {
+			b.s.TAT = ref + int64(float64(b.s.TAT-ref)*float64(interval)/float64(b.interval))
+		}
 	}
 	b.interval, b.burst = interval, burst
 }
