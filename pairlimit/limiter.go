@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,9 +165,14 @@ func (l *Limiter) check(p Pair, n int) error {
 	return nil
 }
 
-// cost is the debt of a burst of n: n intervals plus the margin.
+// cost is the debt of a burst of n: n intervals plus the margin,
+// saturating at the largest Duration (n >= 1 and the interval is positive).
 func (l *Limiter) cost(n int) time.Duration {
-	return time.Duration(addSat(int64(n)*l.interval, l.margin))
+	hi, lo := bits.Mul64(uint64(n), uint64(l.interval))
+	if hi != 0 || lo > math.MaxInt64 {
+		return InfDuration
+	}
+	return time.Duration(addSat(int64(lo), l.margin))
 }
 
 // Len returns the number of pairs the limiter's own memory store holds

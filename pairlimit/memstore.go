@@ -33,7 +33,8 @@ import (
 //
 // Share one MemoryStore between Limiters (WithStore) to pace the same pairs
 // as one within a process. It is safe for concurrent use. The zero
-// MemoryStore is not usable; build it with NewMemoryStore.
+// MemoryStore is ready to use, as NewMemoryStore(nil) but with an unseeded
+// hash.
 type MemoryStore struct {
 	clock  clock.Clock
 	seed   uint64
@@ -129,6 +130,14 @@ func NewMemoryStore(c clock.Clock) *MemoryStore {
 		c = clock.New()
 	}
 	return &MemoryStore{clock: c, seed: rand.Uint64() | 1}
+}
+
+// clockNow reads the store's clock: the real one for a zero MemoryStore.
+func (m *MemoryStore) clockNow() int64 {
+	if m.clock == nil {
+		return time.Now().UnixNano()
+	}
+	return m.clock.Now().UnixNano()
 }
 
 // hash returns p's hash: the top bits pick the shard, the next ones the
@@ -247,7 +256,7 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 		sh.tabs[from] = tb
 		sh.last = tb
 	}
-	clk := m.clock.Now().UnixNano()
+	clk := m.clockNow()
 	*tb = pairTable{from: from, clk: clk, epoch: satSub(min(t, clk), epochBack),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
 	return tb
@@ -347,7 +356,7 @@ func (tb *pairTable) allExpired(now int64) bool {
 // horizon is the instant expiry is judged at: the earlier of the latest
 // instant asked in the shard and the clock. Called with sh.mu held.
 func (m *MemoryStore) horizon(sh *memShard) int64 {
-	return min(sh.now, m.clock.Now().UnixNano())
+	return min(sh.now, m.clockNow())
 }
 
 // rebuild rehashes tb without its expired states, sized so that need
@@ -511,7 +520,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 		return 1 // nothing can have expired
 	}
 	if tb.clk-int64(KeepAfterDue) < floor {
-		tb.clk = m.clock.Now().UnixNano()
+		tb.clk = m.clockNow()
 		if tb.clk-int64(KeepAfterDue) < floor {
 			return 1
 		}
@@ -522,7 +531,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	for ; done < k; done++ {
 		if int(tb.cursor) >= len(tb.slots) {
 			tb.cursor = 0
-			tb.clk = m.clock.Now().UnixNano()
+			tb.clk = m.clockNow()
 			tb.minDue = min(tb.passMin, tb.passWrote)
 			tb.passMin, tb.passWrote = math.MaxInt64, math.MaxInt64
 			switch {
