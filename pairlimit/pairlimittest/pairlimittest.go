@@ -38,6 +38,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) pairlimit.Store) {
 	t.Run("Model", func(t *testing.T) { testModel(t, newStore(t)) })
 	t.Run("PairsAreIndependent", func(t *testing.T) { testIndependent(t, newStore(t)) })
 	t.Run("NextChangesNothing", func(t *testing.T) { testNext(t, newStore(t)) })
+	t.Run("FailsOutliveHold", func(t *testing.T) { testFailsOutliveHold(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
 }
 
@@ -169,6 +170,31 @@ func testNext(t *testing.T, s pairlimit.Store) {
 	}
 	if ok, _ := s.Cancel(ctx, p, t0, tk); !ok {
 		t.Error("Next left the reservation unable to be given back")
+	}
+}
+
+// testFailsOutliveHold checks that a pair's count of 131056 answers
+// outlives its hold and its debt for memory (Refuse's argument), as
+// State.Expired requires: the next 131056 within it holds longer.
+func testFailsOutliveHold(t *testing.T, s pairlimit.Store) {
+	ctx := context.Background()
+	p := pair(t, 21, 1)
+	at := t0
+	for i, want := range holds[:4] {
+		got, err := s.Refuse(ctx, p, at, holds, 15*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("131056 number %d, after the previous hold and debt had passed: hold %v, want %v (the count was forgotten)", i+1, got, want)
+		}
+		at = at.Add(want + 10*time.Minute) // debt repaid, within memory
+	}
+	if err := s.Accept(ctx, p, at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Refuse(ctx, p, at, holds, 15*time.Minute); err != nil || got != holds[0] {
+		t.Fatalf("131056 after an acceptance: hold %v %v, want %v", got, err, holds[0])
 	}
 }
 
