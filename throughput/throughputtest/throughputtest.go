@@ -35,6 +35,58 @@ func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
 	t.Run("BucketModel", func(t *testing.T) { testBucketModel(t, newStore(t)) })
 	t.Run("TierModel", func(t *testing.T) { testTierModel(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
+	t.Run("SharedTiers", func(t *testing.T) { testSharedTiers(t, newStore(t)) })
+}
+
+// testSharedTiers runs several Tiers of one portfolio over s from many
+// goroutines, each claiming recipients of its own and some of everyone's,
+// within one window: exactly the limit of distinct recipients is admitted.
+func testSharedTiers(t *testing.T, s throughput.Store) {
+	const (
+		limit      = 20
+		tiers      = 4
+		goroutines = 16
+		perG       = 12
+	)
+	key := "portfolio-shared"
+	ts := make([]*throughput.Tier, tiers)
+	for i := range ts {
+		ts[i] = throughput.NewTier(limit, throughput.WithStore(s, key))
+	}
+	var mu sync.Mutex
+	admitted := map[string]bool{}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 17))
+			for i := range perG {
+				to := fmt.Sprint(237690000000 + g*perG + i)
+				if rng.IntN(4) == 0 {
+					to = fmt.Sprint(237690000000 + rng.IntN(goroutines*perG))
+				}
+				at := t0.Add(time.Duration(rng.Int64N(int64(time.Second))))
+				c := ts[g%tiers].Claim(at, to)
+				if err := c.Err(); err != nil {
+					t.Errorf("Claim: %v", err)
+					return
+				}
+				if c.OK() {
+					mu.Lock()
+					admitted[to] = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(admitted) != limit {
+		t.Fatalf("%d distinct recipients admitted within one window, limit %d", len(admitted), limit)
+	}
+	if n := ts[0].Count(t0.Add(time.Second)); n != limit {
+		t.Fatalf("Count = %d, want %d", n, limit)
+	}
 }
 
 func testBucketModel(t *testing.T, s throughput.Store) {
