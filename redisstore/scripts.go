@@ -10,7 +10,7 @@ import "github.com/redis/go-redis/v9"
 // out, f = Fails, m = the memory of the last Refuse, and flags (1: d is
 // set, 2: h is set; unset means zero). Offsets keep the scripts in plain
 // Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
-// forward after a day of use). IDs are the caller's instant in
+// to the instant of any call more than a day from it). IDs are the caller's instant in
 // microseconds, or hw + 1 if that is not higher; Cancel also checks
 // Ticket.End, as pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT writes it
 // with its expiry.
@@ -66,11 +66,24 @@ local function save(keep)
 end
 `
 
+// pairRebase, in Reserve and Refuse, moves the base to the call's instant
+// when it lies more than a day away: offsets past 2^53 ns (104 days) lose
+// nanoseconds, and those decisions write instants near their own. (Cancel,
+// whose refunds pass 1970, Accept and the read-only scripts keep the
+// stored base.)
+const pairRebase = `
+if t > 86400 * E9 or t < -86400 * E9 then
+  if d then d = d - t end
+  if h then h = h - t end
+  bs, bn, t = tsec, tns, 0
+end
+`
+
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
 // maxWait (-1: none), keep (see save). Returns {ok, bs, bn, act, id, prevTop,
 // has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
 // integers (exact: below 2^53).
-const pairReserveLua = pairPrelude + `
+const pairReserveLua = pairPrelude + pairRebase + `
 local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local act = t
 if d and d > t then act = d end
@@ -78,13 +91,6 @@ local hasPrev, prevDue, prevTop = 0, 0, topn
 if d then hasPrev, prevDue = 1, d end
 if maxWait >= 0 and act - t > maxWait then
   return {0, bs, bn, act, 0, prevTop, hasPrev, prevDue}
-end
-if t > 86400 * E9 then
-  -- move the base to t, keeping offsets small
-  if d then d = d - t end
-  if h then h = h - t end
-  act, prevDue = act - t, prevDue - t
-  bs, bn, t = tsec, tns, 0
 end
 d = act + cost
 local id = math.max(tsec * 1000000 + math.floor(tns / 1000), hwn + 1)
@@ -122,7 +128,7 @@ return 1
 
 // pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
 // memory, then the holds. Returns the hold in ns.
-const pairRefuseLua = pairPrelude + `
+const pairRefuseLua = pairPrelude + pairRebase + `
 local keep = tonumber(ARGV[3])
 m = tonumber(ARGV[4])
 local hold = 0

@@ -56,9 +56,14 @@ func WithPrefix(prefix string) Option {
 
 // WithTimeout bounds each decision by d when the caller's context has no
 // earlier deadline. A decision that takes longer fails with ErrUnavailable.
-// Without it, a decision is bounded by the caller's context and by the
-// client's own ReadTimeout and WriteTimeout (3 s by default in go-redis):
-// set those on the client to bound every decision at no extra cost.
+//
+// go-redis applies a context's deadline to the connection only when the
+// client's Options.ContextTimeoutEnabled is true: on a client without it,
+// neither d nor the caller's context bounds a decision against a server
+// that stops answering, and each waits for the client's ReadTimeout (5 s
+// by default in go-redis v9). Set ContextTimeoutEnabled on the client for
+// d and contexts to apply, or set its ReadTimeout and WriteTimeout to bound
+// every decision at no extra cost.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
