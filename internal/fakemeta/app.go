@@ -55,6 +55,9 @@ type record struct {
 	// Dropped reports a scripted reset or hang: the fake accepted the
 	// message but the client got no answer.
 	Dropped bool `json:"dropped,omitempty"`
+	// BSUID reports that To is a business-scoped user ID, sent in
+	// "recipient".
+	BSUID bool `json:"bsuid,omitempty"`
 }
 
 // FetchStats asks the fake at base URL for its Stats.
@@ -155,11 +158,15 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := record{At: time.Now(), Path: r.URL.Path}
 	var msg struct {
 		To           string `json:"to"`
+		Recipient    string `json:"recipient"` // a BSUID, kept as given
 		Type         string `json:"type"`
 		CallbackData string `json:"biz_opaque_callback_data"`
 	}
 	_ = json.Unmarshal(body, &msg)
 	rec.To, rec.Type, rec.CallbackData = digits(msg.To), msg.Type, msg.CallbackData
+	if msg.To == "" {
+		rec.To, rec.BSUID = msg.Recipient, msg.Recipient != ""
+	}
 	cw := &captureWriter{w: w, status: http.StatusOK}
 	cw.onDrop = func() {
 		// Recorded before the connection closes, so that a client that sees
@@ -270,8 +277,15 @@ func (a *app) statusBody(path string, rec record) []byte {
 		ID           string `json:"id"`
 		Status       string `json:"status"`
 		Timestamp    string `json:"timestamp"`
-		RecipientID  string `json:"recipient_id"`
+		RecipientID  string `json:"recipient_id,omitempty"`
+		UserID       string `json:"recipient_user_id,omitempty"`
 		CallbackData string `json:"biz_opaque_callback_data,omitempty"`
+	}
+	st := status{ID: rec.MessageID, Status: "sent", Timestamp: strconv.FormatInt(rec.At.Unix(), 10), CallbackData: rec.CallbackData}
+	if rec.BSUID {
+		st.UserID = rec.To
+	} else {
+		st.RecipientID = rec.To
 	}
 	body, _ := json.Marshal(map[string]any{
 		"object": "whatsapp_business_account",
@@ -282,8 +296,7 @@ func (a *app) statusBody(path string, rec record) []byte {
 				"value": map[string]any{
 					"messaging_product": "whatsapp",
 					"metadata":          map[string]string{"display_phone_number": "15550000000", "phone_number_id": number},
-					"statuses": []status{{ID: rec.MessageID, Status: "sent",
-						Timestamp: strconv.FormatInt(rec.At.Unix(), 10), RecipientID: rec.To, CallbackData: rec.CallbackData}},
+					"statuses":          []status{st},
 				},
 			}},
 		}},
