@@ -49,6 +49,12 @@ func FuzzParseRecipient(f *testing.F) {
 			}
 			return
 		}
+		if n>>63 == 1 { // a BSUID's key: the same as ParseTo's
+			if r, err := phone.ParseTo(in); err != nil || !r.IsBSUID() || r.Key() != n {
+				t.Fatalf("%q: key %#x, ParseTo %#x %v", in, n, r.Key(), err)
+			}
+			return
+		}
 		s := strconv.FormatUint(n, 10)
 		if len(s) < 7 || len(s) > 15 {
 			t.Fatalf("%q parsed to %d digits", in, len(s))
