@@ -205,6 +205,7 @@ func worker(c config) error {
 	if err != nil {
 		return err
 	}
+	opt.ContextTimeoutEnabled = true // a send's context bounds its Redis decisions
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	st := redisstore.New(rdb, redisstore.WithPrefix(c.prefix))
