@@ -215,7 +215,10 @@ func (l *Limiter) applyLocked(t int64) {
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
 // upgrade to 1,000 messages per second. Windows that start a second or more
-// after t obey the new figure.
+// after t obey the new figure, save for sends reserved before t, which keep
+// their instants: lowering the figure does not move sends already queued
+// at the old rate (cancel them to reschedule), and raising it schedules new
+// sends after them.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) {
 	l.init()
 	l.mu.Lock()
