@@ -20,6 +20,8 @@ type mapStore struct {
 	mu   sync.Mutex
 	m    map[pairlimit.Pair]pairlimit.State
 	id   uint64
+	// latest is the latest instant asked (flaw evictatdue)
+	latest int64
 }
 
 func (s *mapStore) load(p pairlimit.Pair) pairlimit.State {
@@ -45,6 +47,14 @@ func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cos
 		runtime.Gosched()
 	} else {
 		st = s.m[p]
+	}
+	if s.flaw == "evictatdue" {
+		// A sweep forgets states repaid by the latest instant asked,
+		// without KeepAfterDue for instants that arrive out of order.
+		s.latest = max(s.latest, t.UnixNano())
+		if st.Fails == 0 && st.Due <= s.latest {
+			st = pairlimit.State{}
+		}
 	}
 	if next := st.Next(t.UnixNano()); s.flaw != "nowait" && maxWait != pairlimit.InfDuration && next > t.UnixNano()+int64(maxWait) {
 		return pairlimit.Ticket{Act: next}, false, nil
@@ -129,7 +139,7 @@ func TestKitCatchesBrokenStores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the kit in child processes")
 	}
-	for _, flaw := range []string{"", "racy", "nowait", "nocost", "nextnow", "cancelany", "forgetfails", "forgetearly"} {
+	for _, flaw := range []string{"", "racy", "nowait", "nocost", "nextnow", "cancelany", "forgetfails", "forgetearly", "evictatdue"} {
 		t.Run("flaw="+flaw, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKitCatchesBrokenStores$", "-test.count=1")

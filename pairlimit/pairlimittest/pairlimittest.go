@@ -39,6 +39,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) pairlimit.Store) {
 	t.Run("PairsAreIndependent", func(t *testing.T) { testIndependent(t, newStore(t)) })
 	t.Run("NextChangesNothing", func(t *testing.T) { testNext(t, newStore(t)) })
 	t.Run("FailsOutliveHold", func(t *testing.T) { testFailsOutliveHold(t, newStore(t)) })
+	t.Run("RepaidDebtOutOfOrder", func(t *testing.T) { testRepaidOutOfOrder(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
 }
 
@@ -195,6 +196,34 @@ func testFailsOutliveHold(t *testing.T, s pairlimit.Store) {
 	}
 	if got, err := s.Refuse(ctx, p, at, holds, 15*time.Minute); err != nil || got != holds[0] {
 		t.Fatalf("131056 after an acceptance: hold %v %v, want %v", got, err, holds[0])
+	}
+}
+
+// testRepaidOutOfOrder checks that a pair's debt, once the latest instant
+// asked has passed it, is still seen by a call whose instant arrives up to
+// KeepAfterDue late (State.Expired), however much traffic came between.
+func testRepaidOutOfOrder(t *testing.T, s pairlimit.Store) {
+	ctx := context.Background()
+	const cost = 6*time.Second + 250*time.Millisecond
+	for round := range 10 {
+		at := t0.Add(10*time.Hour + time.Duration(round)*time.Minute)
+		p := pair(t, 22, round)
+		if _, ok, err := s.Reserve(ctx, p, at, cost, pairlimit.InfDuration); !ok || err != nil {
+			t.Fatalf("Reserve: %v %v", ok, err)
+		}
+		due := at.Add(cost)
+		later := due.Add(pairlimit.KeepAfterDue / 2) // the latest instant asked: p's debt is repaid
+		for i := range 100 {
+			if _, _, err := s.Reserve(ctx, pair(t, 23, round*100+i), later, time.Second, pairlimit.InfDuration); err != nil {
+				t.Fatal(err)
+			}
+		}
+		late := due.Add(-pairlimit.KeepAfterDue / 4) // arrives out of order
+		tk, ok, err := s.Reserve(ctx, p, late, cost, pairlimit.InfDuration)
+		if err != nil || !ok || tk.Act != due.UnixNano() {
+			t.Fatalf("round %d: a call %v before the debt's end, after later traffic, acts at %v, want %v: the debt was forgotten",
+				round, pairlimit.KeepAfterDue/4, time.Unix(0, tk.Act).Sub(at), cost)
+		}
 	}
 }
 
