@@ -16,6 +16,7 @@ package throughputtest
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -100,12 +101,14 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 		var model throughput.BucketState
 		var tickets []throughput.BucketTicket
 		now = now.Add(time.Hour)
+		latest := int64(math.MinInt64) // the latest instant asked of the key
 		for step := range 400 {
 			now = now.Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
 			if rng.IntN(100) == 0 {
 				now = now.Add(36 * time.Hour)
 			}
 			at := now.Add(time.Duration(rng.Int64N(int64(200*time.Millisecond))) - 50*time.Millisecond)
+			latest = max(latest, at.UnixNano())
 			where := func() string { return fmt.Sprintf("seed %d step %d", seed, step) }
 			switch k := rng.IntN(10); {
 			case k < 6:
@@ -125,6 +128,9 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 				}
 				if !ok {
 					continue
+				}
+				if tk.PrevTop == 0 && tk.PrevTAT == 0 && model.Expired(latest) {
+					model = throughput.BucketState{} // forgotten, as Expired allows
 				}
 				var mt throughput.BucketTicket
 				model, mt = model.Reserve(at.UnixNano(), n, interval, burst, tk.ID)
