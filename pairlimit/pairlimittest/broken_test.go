@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,12 @@ func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cos
 		runtime.Gosched()
 	} else {
 		st = s.m[p]
+	}
+	if s.flaw == "ok-evict" { // no flaw: forgets only what Expired allows
+		s.latest = max(s.latest, t.UnixNano())
+		if st.Expired(s.latest, 15*time.Minute) {
+			st = pairlimit.State{}
+		}
 	}
 	if s.flaw == "evictatdue" {
 		// A sweep forgets states repaid by the latest instant asked,
@@ -128,7 +135,8 @@ const envFlaw = "PAIRLIMITTEST_FLAW"
 
 // TestKitCatchesBrokenStores runs the kit, in a child process, against
 // stores with one flaw each, and requires it to fail; and against the
-// same store without a flaw, which must pass.
+// same store without a flaw, or forgetting states as State.Expired allows
+// ("ok-evict"), which must pass.
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
 		pairlimittest.TestStore(t, func(*testing.T) pairlimit.Store {
@@ -139,16 +147,17 @@ func TestKitCatchesBrokenStores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the kit in child processes")
 	}
-	for _, flaw := range []string{"", "racy", "nowait", "nocost", "nextnow", "cancelany", "forgetfails", "forgetearly", "evictatdue"} {
+	for _, flaw := range []string{"", "ok-evict", "racy", "nowait", "nocost", "nextnow", "cancelany", "forgetfails", "forgetearly", "evictatdue"} {
 		t.Run("flaw="+flaw, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKitCatchesBrokenStores$", "-test.count=1")
 			cmd.Env = append(os.Environ(), envFlaw+"="+flaw)
 			out, err := cmd.CombinedOutput()
+			correct := flaw == "" || strings.HasPrefix(flaw, "ok-")
 			switch {
-			case flaw == "" && err != nil:
+			case correct && err != nil:
 				t.Fatalf("the kit fails a correct store: %v\n%s", err, out)
-			case flaw != "" && err == nil:
+			case !correct && err == nil:
 				t.Fatalf("the kit passes a store with flaw %q", flaw)
 			}
 		})
