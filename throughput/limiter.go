@@ -310,6 +310,21 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 	if l.degraded.Load() {
 		l.recover(tn)
 	}
+	if l.opts.store != nil {
+		// A hold the store may have failed to record: ask from its end.
+		l.mu.Lock()
+		h := l.heldUntil
+		l.mu.Unlock()
+		if h > tn {
+			if maxWait != InfDuration {
+				if time.Duration(h-tn) > maxWait {
+					return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
+				}
+				maxWait -= time.Duration(h - tn)
+			}
+			tn = h
+		}
+	}
 	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, maxWait)
 }
 

@@ -1,6 +1,8 @@
 package throughput_test
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -126,5 +128,25 @@ func TestUpgradeWithQueuedReservationsKeepsWindows(t *testing.T) {
 	slices.SortFunc(after, func(a, b time.Time) int { return a.Compare(b) })
 	if got := maxInWindow(after, time.Second); got > lim.PerSecond() {
 		t.Fatalf("%d sends in one closed second after the upgrade, limit %d", got, lim.PerSecond())
+	}
+}
+
+type holdFails struct{ *throughput.MemoryStore }
+
+func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
+	return time.Time{}, errors.New("connection refused")
+}
+
+// TestHoldKeptLocallyWhenStoreFails: a hold the store could not record is
+// kept by the Limiter, as Refused says. (The next send went at once while
+// HeldUntil said one second.)
+func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
+	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore()}, "n"))
+	hold := lim.Refused(t0, errcodes.ThroughputLimit)
+	if r := lim.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
+		t.Fatalf("next send at +%v, during the %v hold (HeldUntil +%v)", r.TimeToAct().Sub(t0), hold, lim.HeldUntil().Sub(t0))
+	}
+	if lim.AllowN(t0.Add(hold/2), 1) {
+		t.Fatal("AllowN admitted during the hold")
 	}
 }
