@@ -71,6 +71,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.mps < 1 {
 		return c, errors.New("-mps must be at least 1")
 	}
+	if c.tierCode <= 0 {
+		return c, errors.New("-tier-code must be a Graph error code (positive)")
+	}
 	if c.pairInterval <= 0 || c.pairBurst < 1 || c.pairWindow <= 0 {
 		return c, errors.New("-pair-interval, -pair-burst and -pair-window must be positive")
 	}
