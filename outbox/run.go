@@ -97,7 +97,7 @@ type runner struct {
 	owner    string
 	inflight map[string]*claimed
 	done     chan finished    // buffered for every send in flight: never blocks
-	flying   atomic.Int64     // len(inflight), for the sends
+	flying   atomic.Int64     // sends started and not yet taken from done
 	batch    int64            // outcomes that wake Run
 	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
 	renewAt  time.Time
@@ -242,6 +242,11 @@ func (r *runner) drain(ctx, sendCtx context.Context) error {
 	for {
 		select {
 		case f := <-r.done:
+			// Counted off at once, not once recorded: a send ending
+			// while these are recorded must see itself as the last one
+			// in flight, or it would not wake Run (which then slept
+			// until its next due instant, or for ever once stopping).
+			r.flying.Add(-1)
 			fs = append(fs, f)
 			continue
 		default:
@@ -651,7 +656,6 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	defer func() {
 		for _, f := range fs {
 			delete(r.inflight, f.it.Key)
-			r.flying.Add(-1)
 		}
 	}()
 	now := o.cfg.clock.Now()

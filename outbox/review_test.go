@@ -1,0 +1,99 @@
+package outbox_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/outbox"
+)
+
+// gated holds each request to a recipient whose digits end in a gated
+// suffix until its gate is closed (ignoring the request's context, like a
+// slow network).
+type gated struct {
+	next  http.RoundTripper
+	gates map[string]chan struct{} // recipient digits -> gate
+}
+
+func (g gated) RoundTrip(r *http.Request) (*http.Response, error) {
+	body := ""
+	if r.GetBody != nil {
+		if rc, err := r.GetBody(); err == nil {
+			var b strings.Builder
+			buf := make([]byte, 4096)
+			for {
+				n, err := rc.Read(buf)
+				b.Write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			body = b.String()
+		}
+	}
+	for to, gate := range g.gates {
+		if strings.Contains(body, to) {
+			<-gate
+		}
+	}
+	return g.next.RoundTrip(r)
+}
+
+// A send that ends while Run is still recording earlier outcomes must
+// wake Run: its outcome is recorded, and its slot refilled, at once, not a
+// third of a lease later (and, when Run is stopping, not never).
+func TestSendEndingDuringFinishWakesRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		gates := map[string]chan struct{}{}
+		for i := 1; i <= 3; i++ {
+			gates[strings.TrimPrefix(recipient(i), "+")] = make(chan struct{})
+		}
+		hc := &http.Client{Transport: gated{next: meta.Client().Transport, gates: gates}}
+		c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(hc), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		inObserver, release := make(chan struct{}), make(chan struct{})
+		o, _ := openSQLite(t, outbox.WithConcurrency(16), outbox.WithObserver(func(e outbox.Event) {
+			if e.State == outbox.StateAccepted {
+				once.Do(func() { close(inObserver); <-release })
+			}
+		}))
+		var keys []string
+		for i := 1; i <= 3; i++ {
+			tk, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(i), "x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, tk.Key)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- o.Run(ctx, c) }()
+		// The Client paces the three sends (its throughput limit): a
+		// second later all are in flight, held by their gates.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		close(gates[strings.TrimPrefix(recipient(1), "+")])
+		close(gates[strings.TrimPrefix(recipient(2), "+")])
+		<-inObserver // Run is recording the first two outcomes
+		close(gates[strings.TrimPrefix(recipient(3), "+")])
+		synctest.Wait() // the third send has ended
+		close(release)
+		synctest.Wait() // no clock time passes
+		if it := mustGet(t, o, keys[2]); it.State != outbox.StateAccepted {
+			t.Errorf("third outcome not recorded when its send ended: %v", it.State)
+		}
+		cancel()
+		<-done
+	})
+}
