@@ -11,7 +11,9 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
 )
 
 // gated holds each request to a recipient whose digits end in a gated
@@ -95,5 +97,59 @@ func TestSendEndingDuringFinishWakesRun(t *testing.T) {
 		}
 		cancel()
 		<-done
+	})
+}
+
+// A status webhook for an earlier attempt of an item the ResendPolicy
+// queued again settles it: the resend is never sent (the message was
+// delivered after all).
+func TestLateStatusCancelsQueuedResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pairs := pairlimit.New(pairlimit.Meta)
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		meta.Script(cloudapitest.Failure{Status: 502})
+		b, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(2), "b"))
+		runFor(t, o, c, time.Minute)
+		if it := mustGet(t, o, b.Key); it.State != outbox.StateSubmittedUnknown {
+			t.Fatalf("b: %v", it.State)
+		}
+		// Just before the resend, more messages for the same user: the
+		// resend queues behind them, paced by the pair limit.
+		time.Sleep(time.Hour - time.Minute - time.Second)
+		for range 3 {
+			if _, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(2), "more")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runFor(t, o, c, 3*time.Second)
+		if it := mustGet(t, o, b.Key); it.State != outbox.StateQueued || it.Resends != 1 {
+			t.Fatalf("b before the late status: %v resends %d", it.State, it.Resends)
+		}
+		// The status of b's first attempt arrives late: delivered.
+		var rb cloudapitest.Request
+		for _, r := range meta.Requests() {
+			if r.CallbackData == b.Key {
+				rb = r
+			}
+		}
+		rb.MessageID = "wamid.B"
+		n, err := webhook.Parse(meta.StatusBody(cloudapitest.Delivered(rb)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Reconcile(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, c, time.Minute)
+		for _, r := range meta.Requests() {
+			if r.CallbackData == b.Key+"#r1" {
+				t.Fatal("b was sent again although its first attempt was delivered")
+			}
+		}
+		if it := mustGet(t, o, b.Key); it.State != outbox.StateDelivered {
+			t.Fatalf("b: %v (%s)", it.State, it.Reason)
+		}
 	})
 }
