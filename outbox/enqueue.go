@@ -92,6 +92,9 @@ func (o *Outbox) Wake() { o.poke() }
 
 // poke wakes Run without blocking.
 func (o *Outbox) poke() {
+	if o == nil {
+		return
+	}
 	o.runMu.Lock()
 	defer o.runMu.Unlock()
 	for r := range o.runners {

@@ -21,7 +21,9 @@ import (
 // use by multiple goroutines, and several processes may share one Postgres
 // database (or, one at a time, one SQLite file). It starts no goroutine:
 // dispatching happens inside Run, on the caller's goroutine and the sends
-// it starts there.
+// it starts there. Only Open makes a usable Outbox: the zero Outbox, like
+// a nil *Outbox, is closed (its methods return ErrClosed, Wake does
+// nothing).
 type Outbox struct {
 	db    *sql.DB
 	d     dialect
@@ -138,6 +140,9 @@ func scrub(err error, dsnStr string) error {
 
 // Close closes the database. Run must have returned first.
 func (o *Outbox) Close() error {
+	if o == nil || o.db == nil {
+		return nil
+	}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -167,6 +172,9 @@ func (o *Outbox) removeRunner(r *runner) {
 func (o *Outbox) DB() *sql.DB { return o.db }
 
 func (o *Outbox) isClosed() bool {
+	if o == nil || o.db == nil {
+		return true // the zero Outbox: not opened
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed
