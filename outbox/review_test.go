@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -150,6 +151,45 @@ func TestLateStatusCancelsQueuedResend(t *testing.T) {
 		}
 		if it := mustGet(t, o, b.Key); it.State != outbox.StateDelivered {
 			t.Fatalf("b: %v (%s)", it.State, it.Reason)
+		}
+	})
+}
+
+// A caller's key that looks like a resend's ("K#r1") must not be mistaken
+// for the resend of item K: the Client would refuse K's resend as a
+// duplicate of the caller's message and the outbox would record K
+// accepted, sent to nobody. Enqueue refuses such keys.
+func TestResendSuffixReserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t, outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
+		c := newClient(t, meta)
+		meta.Script(cloudapitest.Failure{To: recipient(1), Status: 502})
+		a := cloudapi.Text(recipient(1), "a")
+		a.IdempotencyKey = "order"
+		if _, err := o.Enqueue(t.Context(), from, a); err != nil {
+			t.Fatal(err)
+		}
+		b := cloudapi.Text(recipient(2), "b")
+		b.IdempotencyKey = "order#r1"
+		_, err := o.Enqueue(t.Context(), from, b)
+		var ve *cloudapi.ValidationError
+		if errors.As(err, &ve) && ve.Field == "idempotency_key" {
+			return // refused: nothing can be confused
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, c, 2*time.Hour)
+		it := mustGet(t, o, "order")
+		sent := 0
+		for _, r := range meta.Requests() {
+			if r.To == strings.TrimPrefix(recipient(1), "+") {
+				sent++
+			}
+		}
+		if it.State == outbox.StateAccepted && sent < 2 {
+			t.Fatalf("order recorded accepted (%s, wamid %s) but its resend never reached Meta", it.Reason, it.MessageID)
 		}
 	})
 }
