@@ -38,6 +38,10 @@ type Outbox struct {
 
 	liveMu sync.Mutex // protects live
 	live   liveCount
+
+	seedMu    sync.Mutex       // protects seeded and seededAll
+	seeded    map[string]int64 // lane -> latest send fed to the pair limiter by seeding
+	seededAll bool             // the recent sends were fed to the pair limiter
 }
 
 // dialect holds what differs between SQLite and Postgres.
@@ -118,7 +122,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 		db.SetMaxOpenConns(16)
 		db.SetMaxIdleConns(16)
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}}
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}, seeded: map[string]int64{}}
 	if err := o.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("outbox: creating tables: %w", scrub(err, dsnStr))

@@ -193,3 +193,39 @@ func TestResendSuffixReserved(t *testing.T) {
 		}
 	})
 }
+
+// Restarting Run in the same process (same pair limiter, which already
+// holds the recent sends) must not count those sends twice: a lane's next
+// message goes at the pair's pace, not twice as late.
+func TestRestartRunKeepsPairPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
+		pairs := pairlimit.New(pol)
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithPairPolicy(pol))
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		start := time.Now()
+		if _, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a")); err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, c, time.Second)
+		b, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // three restarts
+			runFor(t, o, c, time.Second)
+		}
+		runFor(t, o, c, time.Minute)
+		it := mustGet(t, o, b.Key)
+		var at time.Time
+		for _, tr := range it.History {
+			if tr.State == outbox.StateSending {
+				at = tr.At
+			}
+		}
+		if d := at.Sub(start); d > pol.Interval+time.Second {
+			t.Fatalf("second message of the lane sent %v after the first, want about %v", d, pol.Interval)
+		}
+	})
+}
