@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/cloudapi/webhook"
@@ -220,6 +222,92 @@ func TestRestartRunKeepsPairPace(t *testing.T) {
 		it := mustGet(t, o, b.Key)
 		var at time.Time
 		for _, tr := range it.History {
+			if tr.State == outbox.StateSending {
+				at = tr.At
+			}
+		}
+		if d := at.Sub(start); d > pol.Interval+time.Second {
+			t.Fatalf("second message of the lane sent %v after the first, want about %v", d, pol.Interval)
+		}
+	})
+}
+
+// interleaving is a shared pair store (as redisstore is across processes)
+// in which another caller reserves a pair right after the first
+// reservation, and gives its slot back right after that one is cancelled:
+// two concurrent probes of one pair.
+type interleaving struct {
+	pairlimit.Store
+	mu      sync.Mutex
+	armed   bool
+	pending bool
+	pair    pairlimit.Pair
+	other   pairlimit.Ticket
+}
+
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+	s.flush(ctx, t)
+	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.armed {
+		s.armed = false
+		s.other, _, _ = s.Store.Reserve(ctx, p, t, cost, maxWait)
+		s.pair, s.pending = p, true
+	}
+	return tk, ok, err
+}
+
+// flush: the other caller gives its slot back.
+func (s *interleaving) flush(ctx context.Context, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		s.pending = false
+		_, _ = s.Store.Cancel(ctx, s.pair, t, s.other)
+	}
+}
+
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+	ok, err := s.Store.Cancel(ctx, p, t, tk)
+	s.flush(ctx, t)
+	return ok, err
+}
+
+func (s *interleaving) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+	s.flush(ctx, t)
+	return s.Store.Next(ctx, p, t)
+}
+
+func (s *interleaving) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
+	s.flush(ctx, t)
+	return s.Store.Accept(ctx, p, t)
+}
+
+// Run's look at a lane's pair before claiming its head spends nothing,
+// even when another worker probes the pair at the same time: a probe by
+// reservation left a phantom slot behind, and the lane's next message went
+// a pair interval late.
+func TestLaneCheckSpendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
+		store := &interleaving{Store: pairlimit.NewMemoryStore(clock.New()), armed: true}
+		pairs := pairlimit.New(pol, pairlimit.WithStore(store))
+		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs))
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		start := time.Now()
+		var keys []string
+		for _, body := range []string{"a", "b"} {
+			tk, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, tk.Key)
+		}
+		runFor(t, o, c, time.Minute)
+		var at time.Time
+		for _, tr := range mustGet(t, o, keys[1]).History {
 			if tr.State == outbox.StateSending {
 				at = tr.At
 			}

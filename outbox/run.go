@@ -600,11 +600,12 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	}
 	ready := now
 	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
-		res := pairs.ReserveN(now, it.pair, 1)
-		if at := res.TimeToAct(); at.After(ready) {
+		// ReadyAt spends nothing: a reservation given straight back
+		// left its slot spent whenever another caller (a worker, the MCP
+		// tool) reserved the pair in between.
+		if at, err := pairs.ReadyAt(now, it.pair, 1); err == nil && at.After(ready) {
 			ready = at
 		}
-		res.CancelAt(now)
 	}
 	if h := r.c.Number(it.From).HeldUntil(); h.After(ready) {
 		ready = h
