@@ -210,9 +210,9 @@ func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key stri
 // message from from to m's recipient, as a BackpressureError's limit, code
 // and wait (zero when nothing is known to wait): the pair's debt or 131056
 // hold (Config.Pairs), and the number's hold after 130429, 131057 or
-// 2494100 (Config.Client). The pair is probed with a reservation given
-// straight back, as outbox.Run does: exact unless another reservation lands
-// in between, in which case the slot stays spent (later, never earlier).
+// 2494100 (Config.Client). The pair is read with ReadyAt, which spends
+// nothing (a reservation given straight back left its slot spent whenever
+// another caller reserved the pair in between).
 func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) cloudapi.BackpressureError {
 	var w cloudapi.BackpressureError
 	if m.Kind() == cloudapi.KindRead {
@@ -220,13 +220,11 @@ func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) clouda
 	}
 	if t.pairs != nil {
 		if p, err := pairlimit.NewPair(from, m.To()); err == nil {
-			res := t.pairs.ReserveN(now, p, 1)
-			if res.OK() {
-				if d := res.TimeToAct().Sub(now); d > 0 {
+			if at, err := t.pairs.ReadyAt(now, p, 1); err == nil {
+				if d := at.Sub(now); d > 0 {
 					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit, Wait: d}
 				}
 			}
-			res.CancelAt(now)
 		}
 	}
 	if t.client != nil {

@@ -1,0 +1,73 @@
+package mcptool
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// interleaving is a shared pair store (as redisstore is across processes)
+// in which another caller reserves the same pair right after the first
+// reservation, and gives its slot back right after that reservation is
+// cancelled: the interleaving of two concurrent probes.
+type interleaving struct {
+	pairlimit.Store
+	mu      sync.Mutex
+	armed   bool
+	pending bool
+	pair    pairlimit.Pair
+	other   pairlimit.Ticket
+}
+
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.armed {
+		s.armed = false
+		s.other, _, _ = s.Store.Reserve(ctx, p, t, cost, maxWait)
+		s.pair, s.pending = p, true
+	}
+	return tk, ok, err
+}
+
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+	ok, err := s.Store.Cancel(ctx, p, t, tk)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		s.pending = false
+		_, _ = s.Store.Cancel(ctx, s.pair, t, s.other)
+	}
+	return ok, err
+}
+
+// Looking up a pair's known wait must not spend anything, even when
+// another caller probes the same pair at the same time: a probe by
+// reservation left a phantom slot (6 s of debt) behind.
+func TestKnownWaitSpendsNothing(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	store := &interleaving{Store: pairlimit.NewMemoryStore(clk), armed: true}
+	pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
+	pairs := pairlimit.New(pol, pairlimit.WithStore(store), pairlimit.WithClock(clk))
+	tl := &tools{clk: clk, pairs: pairs}
+	m := cloudapi.Text("+237690000001", "hi")
+	now := clk.Now()
+	if w := tl.knownWait(now, "1001", m); w.Wait != 0 {
+		t.Fatalf("known wait %v on a fresh pair", w.Wait)
+	}
+	p, err := pairlimit.NewPair("1001", m.To())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := pairs.ReadyAt(now, p, 1); err != nil || !at.Equal(now) {
+		t.Fatalf("after the lookup the pair is ready at %v (%v), want now: the lookup spent a slot", at.Sub(now), err)
+	}
+}
