@@ -317,3 +317,93 @@ func TestLaneCheckSpendsNothing(t *testing.T) {
 		}
 	})
 }
+
+// Run stopped while a request is on the wire (past the stop grace, the
+// network slow to notice the cancellation): whatever the answer, the item
+// is never queued again, so it cannot be sent twice.
+func TestStopMidSendNeverRequeuesAWrittenRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		gate := make(chan struct{})
+		hc := &http.Client{Transport: gated{next: meta.Client().Transport, gates: map[string]chan struct{}{strings.TrimPrefix(recipient(1), "+"): gate}}}
+		c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(hc), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := openSQLite(t, outbox.WithStopGrace(time.Second))
+		tk, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- o.Run(ctx, c) }()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		cancel()
+		time.Sleep(2 * time.Second) // past the grace: the send is cancelled
+		synctest.Wait()
+		close(gate) // the request reaches Meta after all
+		<-done
+		it := mustGet(t, o, tk.Key)
+		if it.State == outbox.StateQueued {
+			runFor(t, o, c, time.Minute)
+		}
+		n := 0
+		for _, r := range meta.Requests() {
+			if r.Accepted && r.CallbackData == tk.Key {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("accepted %d times (state after the stop: %v %q)", n, it.State, it.Reason)
+		}
+		t.Logf("after the stop: %v %q; accepted %d", it.State, it.Reason, n)
+	})
+}
+
+// lossy delivers each request, then loses the answer until the request's
+// context ends.
+type lossy struct{ next http.RoundTripper }
+
+func (l lossy) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err == nil {
+		resp.Body.Close()
+	}
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// Run stopped while the answer to a delivered request is still awaited:
+// the item becomes submitted_unknown, never queued again, and a restarted
+// Run (a new process: a new Client) does not send it again.
+func TestStopAwaitingAnswerIsUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(&http.Client{Transport: lossy{meta.Client().Transport}}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := openSQLite(t, outbox.WithStopGrace(time.Second))
+		tk, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, c, 100*time.Millisecond)
+		it := mustGet(t, o, tk.Key)
+		if it.State != outbox.StateSubmittedUnknown {
+			t.Errorf("after the stop: %v %q, want submitted_unknown", it.State, it.Reason)
+		}
+		runFor(t, o, newClient(t, meta), time.Hour)
+		n := 0
+		for _, r := range meta.Requests() {
+			if r.Accepted && r.CallbackData == tk.Key {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("accepted %d times", n)
+		}
+	})
+}
