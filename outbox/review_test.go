@@ -407,3 +407,43 @@ func TestStopAwaitingAnswerIsUnknown(t *testing.T) {
 		}
 	})
 }
+
+// Run waiting for the database (here a caller's transaction, as EnqueueTx
+// uses, holds SQLite's one connection) must not decide with the instant it
+// read before waiting: an item whose deadline passed meanwhile is
+// dead-lettered, never sent late.
+func TestClaimUsesTheInstantOfTheClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t)
+		c := newClient(t, meta)
+		m := cloudapi.Text(recipient(1), "x")
+		m.ExpiresAt = time.Now().Add(5 * time.Second)
+		tk, err := o.Enqueue(t.Context(), from, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := o.DB().BeginTx(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- o.Run(ctx, c) }()
+		synctest.Wait() // Run waits for the connection
+		time.Sleep(10 * time.Second)
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		if it := mustGet(t, o, tk.Key); it.State != outbox.StateExpired {
+			t.Errorf("item: %v (%s), want expired", it.State, it.Reason)
+		}
+		if n := len(meta.Requests()); n != 0 {
+			t.Fatalf("%d requests reached Meta after the item's deadline", n)
+		}
+	})
+}
