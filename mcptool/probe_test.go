@@ -71,3 +71,46 @@ func TestKnownWaitSpendsNothing(t *testing.T) {
 		t.Fatalf("after the lookup the pair is ready at %v (%v), want now: the lookup spent a slot", at.Sub(now), err)
 	}
 }
+
+// A delivery sync call whose wait ends must judge the state it read by
+// the instant before the read: a message still queued at a read that began
+// before the wait's end may be claimed and sent right after it, so it
+// cannot be reported "not_submitted, will be dropped unsent" (the model
+// would retry with a new key and the user get it twice).
+func TestSyncWaitEndJudgesByTheInstantBeforeTheRead(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(t0)
+	reads := 0
+	q := &fakeQueue{clk: clk, advance: 11 * time.Second, settle: func(it *item) {
+		// The first read (begun before the wait's end) sees it queued;
+		// Run claims and sends it right after.
+		reads++
+		if reads > 1 {
+			it.state, it.messageID = stateAccepted, "wamid.1"
+		}
+	}}
+	cs := connect(t, q, clk, 10*time.Second)
+	got, res, err := call(t, cs, SendToolName, map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k1", "delivery": "sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError && got["send_state"] == "not_submitted" {
+		t.Fatalf("reported not sent (%v) although the message was sent after the read", got)
+	}
+}
+
+// A message read queued after its deadline passed, while an async call
+// waited for it, is reported expired: the outbox will drop it unsent.
+func TestDeadlinePassesWhileQueued(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(t0)
+	q := &fakeQueue{clk: clk, advance: time.Second}
+	cs := connect(t, q, clk, 2*time.Second)
+	got, res, err := call(t, cs, SendToolName, map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k13", "max_delay_ms": 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || got["code"] != CodeMessageExpired || got["send_state"] != "not_submitted" || got["retryable"] != false {
+		t.Fatalf("got %v, want WHATSAPP_MESSAGE_EXPIRED, not_submitted", got)
+	}
+}

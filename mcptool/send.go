@@ -249,6 +249,10 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 	woken, unwatch := t.waker.watch(key)
 	defer unwatch()
 	for {
+		// The instant before the read: the state read is at least that
+		// recent. (Read after it, a message seen queued just before the
+		// wait's end, then claimed and sent, would be reported dropped.)
+		now := t.clk.Now()
 		it, err := t.q.get(ctx, key)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -256,7 +260,6 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 			}
 			return t.fail(fromError(err, r.deadline, key, op)), nil
 		}
-		now := t.clk.Now()
 		switch it.state {
 		case stateAccepted, stateDelivered, stateRead:
 			return outcome{
@@ -299,8 +302,11 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 			}
 		}
 		wait := t.poll
-		if d := stop.Sub(now); d < wait {
+		if d := stop.Sub(t.clk.Now()); d < wait {
 			wait = d
+		}
+		if wait <= 0 {
+			continue // the wait ended during the read: read once more
 		}
 		tm := t.clk.Timer(wait)
 		select {
