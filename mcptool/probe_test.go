@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -112,5 +113,38 @@ func TestDeadlinePassesWhileQueued(t *testing.T) {
 	}
 	if !res.IsError || got["code"] != CodeMessageExpired || got["send_state"] != "not_submitted" || got["retryable"] != false {
 		t.Fatalf("got %v, want WHATSAPP_MESSAGE_EXPIRED, not_submitted", got)
+	}
+}
+
+// failingReads is a queue that stores messages but cannot read them back.
+type failingReads struct{ *fakeQueue }
+
+func (q failingReads) get(ctx context.Context, id string) (item, error) {
+	q.mu.Lock()
+	n := len(q.sent)
+	q.mu.Unlock()
+	if n == 0 {
+		return q.fakeQueue.get(ctx, id) // the repeated-key lookup: not found
+	}
+	return item{}, errors.New("database is locked")
+}
+
+// A message stored in the outbox whose state then cannot be read is
+// queued: Run will send it. Reporting it not_submitted ("not sent: safe
+// to send again") invites a second send under a new key.
+func TestUnreadableAfterEnqueueIsQueued(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(t0)
+	q := failingReads{&fakeQueue{clk: clk}}
+	cs := connect(t, q, clk, 0)
+	got, res, err := call(t, cs, SendToolName, map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.sent) != 1 {
+		t.Fatalf("%d messages stored", len(q.sent))
+	}
+	if res.IsError && got["send_state"] != "queued" {
+		t.Fatalf("stored message reported %v", got)
 	}
 }

@@ -177,7 +177,7 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 		// Stored meanwhile by another call with the same key.
 		it, err := t.q.get(ctx, key)
 		if err != nil {
-			return t.fail(fromError(err, r.deadline, key, op)), nil
+			return t.fail(unreadable(err, r.deadline, key, op)), nil
 		}
 		return t.existing(ctx, it)
 	}
@@ -258,7 +258,7 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 			if ctx.Err() != nil {
 				return outcome{}, ctx.Err()
 			}
-			return t.fail(fromError(err, r.deadline, key, op)), nil
+			return t.fail(unreadable(err, r.deadline, key, op)), nil
 		}
 		switch it.state {
 		case stateAccepted, stateDelivered, stateRead:
@@ -318,6 +318,16 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 		case <-tm.C:
 		}
 	}
+}
+
+// unreadable describes a message stored in the outbox whose state could
+// not be read: the outbox will send it (or has), so it is queued, never
+// "not_submitted" (which says it is safe to send again).
+func unreadable(err error, deadline time.Time, key, op string) toolError {
+	te := fromError(err, deadline, key, op)
+	te.res.SendState = stateQueued
+	te.summary = "Stored in the outbox, which will send it, but its state cannot be read now. Do not send it again: check get_message_status later (the same idempotency_key never sends twice)."
+	return te
 }
 
 // newKey returns a random idempotency key.
