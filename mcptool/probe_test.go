@@ -3,11 +3,13 @@ package mcptool
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/pairlimit"
@@ -146,5 +148,22 @@ func TestUnreadableAfterEnqueueIsQueued(t *testing.T) {
 	}
 	if res.IsError && got["send_state"] != "queued" {
 		t.Fatalf("stored message reported %v", got)
+	}
+}
+
+// A message in flight when an async call stops waiting is not described as
+// "not sent yet": it may already have been accepted.
+func TestInFlightIsNotDescribedUnsent(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(t0)
+	q := &fakeQueue{clk: clk, settle: func(it *item) { it.state = stateSending }}
+	cs := connect(t, q, clk, 0)
+	got, res, err := call(t, cs, SendToolName, map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := res.Content[0].(*mcp.TextContent).Text
+	if strings.Contains(summary, "not sent") {
+		t.Fatalf("in-flight message described as %q (%v)", summary, got)
 	}
 }

@@ -288,6 +288,12 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 				// expires it without sending it.
 				return t.fail(failure(CodeMessageExpired, 0, false, 0, r.deadline, cloudapi.StateNotSubmitted, key, op,
 					"Not sent: its deadline passed before it could go, and it will be dropped unsent. Regenerate it if it still matters.")), nil
+			case !r.sync && it.state == stateSending:
+				// Still queued as far as the outbox's outcome goes, but
+				// the request may already have been accepted.
+				o := t.queued(now, now, r.deadline, key, op)
+				o.summary = "In flight: the request is being sent now and may already be accepted; it will not be sent twice. Check with get_message_status."
+				return o, nil
 			case !r.sync:
 				return t.queued(now, later(estimate, now), r.deadline, key, op), nil
 			case it.state == stateSending:
