@@ -210,9 +210,8 @@ func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key stri
 // message from from to m's recipient, as a BackpressureError's limit, code
 // and wait (zero when nothing is known to wait): the pair's debt or 131056
 // hold (Config.Pairs), and the number's hold after 130429, 131057 or
-// 2494100 (Config.Client). The pair is read with ReadyAt, which spends
-// nothing (a reservation given straight back left its slot spent whenever
-// another caller reserved the pair in between).
+// 2494100 (Config.Client). The pair is read with [pairlimit.Limiter.ReadyAt],
+// which changes nothing.
 func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) cloudapi.BackpressureError {
 	var w cloudapi.BackpressureError
 	if m.Kind() == cloudapi.KindRead {

@@ -600,9 +600,9 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	}
 	ready := now
 	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
-		// ReadyAt spends nothing: a reservation given straight back
-		// left its slot spent whenever another caller (a worker, the MCP
-		// tool) reserved the pair in between.
+		// A read-only query: a reservation given back could leave debt
+		// behind if another one landed in between. A store error is left
+		// to the send, which fails closed on it.
 		if at, err := pairs.ReadyAt(now, it.pair, 1); err == nil && at.After(ready) {
 			ready = at
 		}
