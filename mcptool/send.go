@@ -177,7 +177,7 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 		// Stored meanwhile by another call with the same key.
 		it, err := t.q.get(ctx, key)
 		if err != nil {
-			return t.fail(fromError(err, r.deadline, key, op)), nil
+			return t.fail(unreadable(err, r.deadline, key, op)), nil
 		}
 		return t.existing(ctx, it)
 	}
@@ -248,14 +248,17 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 	woken, unwatch := t.waker.watch(key)
 	defer unwatch()
 	for {
+		// The instant before the read: the state read is at least that
+		// recent. (Read after it, a message seen queued just before the
+		// wait's end, then claimed and sent, would be reported dropped.)
+		now := t.clk.Now()
 		it, err := t.q.get(ctx, key)
 		if err != nil {
 			if ctx.Err() != nil {
 				return outcome{}, ctx.Err()
 			}
-			return t.fail(fromError(err, r.deadline, key, op)), nil
+			return t.fail(unreadable(err, r.deadline, key, op)), nil
 		}
-		now := t.clk.Now()
 		switch it.state {
 		case stateAccepted, stateDelivered, stateRead:
 			return outcome{
@@ -284,6 +287,12 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 				// expires it without sending it.
 				return t.fail(failure(CodeMessageExpired, 0, false, 0, r.deadline, cloudapi.StateNotSubmitted, key, op,
 					"Not sent: its deadline passed before it could go, and it will be dropped unsent. Regenerate it if it still matters.")), nil
+			case !r.sync && it.state == stateSending:
+				// Still queued as far as the outbox's outcome goes, but
+				// the request may already have been accepted.
+				o := t.queued(now, now, r.deadline, key, op)
+				o.summary = "In flight: the request is being sent now and may already be accepted; it will not be sent twice. Check with get_message_status."
+				return o, nil
 			case !r.sync:
 				return t.queued(now, later(estimate, now), r.deadline, key, op), nil
 			case it.state == stateSending:
@@ -298,8 +307,11 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 			}
 		}
 		wait := t.poll
-		if d := stop.Sub(now); d < wait {
+		if d := stop.Sub(t.clk.Now()); d < wait {
 			wait = d
+		}
+		if wait <= 0 {
+			continue // the wait ended during the read: read once more
 		}
 		tm := t.clk.Timer(wait)
 		select {
@@ -311,6 +323,16 @@ func (t *tools) await(ctx context.Context, r request, key, op string, estimate, 
 		case <-tm.C:
 		}
 	}
+}
+
+// unreadable describes a message stored in the outbox whose state could
+// not be read: the outbox will send it (or has), so it is queued, never
+// "not_submitted" (which says it is safe to send again).
+func unreadable(err error, deadline time.Time, key, op string) toolError {
+	te := fromError(err, deadline, key, op)
+	te.res.SendState = stateQueued
+	te.summary = "Stored in the outbox, which will send it, but its state cannot be read now. Do not send it again: check get_message_status later (the same idempotency_key never sends twice)."
+	return te
 }
 
 // newKey returns a random idempotency key.

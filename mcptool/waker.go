@@ -23,8 +23,12 @@ type Waker struct {
 	waiting map[string]map[chan struct{}]bool // by idempotency key
 }
 
-// Observe wakes the calls waiting on e's message. It never blocks.
+// Observe wakes the calls waiting on e's message. It never blocks. On a
+// nil Waker it does nothing.
 func (w *Waker) Observe(e outbox.Event) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ch := range w.waiting[e.Key] {

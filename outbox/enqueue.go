@@ -29,7 +29,8 @@ type liveCount struct {
 // number ID) by Run, or rejects it at once, storing nothing:
 //
 //   - an invalid message is a *cloudapi.ValidationError (same rules as
-//     cloudapi.Client.Send);
+//     cloudapi.Client.Send, and an idempotency key may not end in "#r"
+//     and digits: the outbox names its resends so);
 //   - a message whose estimated send instant (its lane's depth at the pair
 //     rate, the number's queue at its throughput) passes its freshness
 //     deadline, or whose deadline has passed, is a *RejectError matching
@@ -92,6 +93,9 @@ func (o *Outbox) Wake() { o.poke() }
 
 // poke wakes Run without blocking.
 func (o *Outbox) poke() {
+	if o == nil {
+		return
+	}
 	o.runMu.Lock()
 	defer o.runMu.Unlock()
 	for r := range o.runners {
@@ -140,6 +144,12 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		m.IdempotencyKey = o.cfg.newKey()
 	}
 	key := m.IdempotencyKey
+	if baseKey(key) != key {
+		// The outbox names resends K#r1, K#r2, ...: a caller's key of that
+		// form would be taken for a resend of K (by the Client's memory of
+		// sent keys and by Reconcile).
+		return Ticket{}, nil, &cloudapi.ValidationError{Field: "idempotency_key", Reason: `ends in "#r" and digits, which the outbox keeps for resends`}
+	}
 	if m.ExpiresAt.IsZero() && m.Kind() == cloudapi.KindTemplate && m.Category == cloudapi.CategoryAuthentication {
 		m.ExpiresAt = now.Add(cloudapi.AuthenticationTTL)
 	}

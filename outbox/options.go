@@ -220,8 +220,11 @@ func WithPairPolicy(p pairlimit.Policy) Option {
 // WithPairLimiter lets Run consult l, the pair limiter the Client given
 // to Run paces with (pass the same one to cloudapi.WithPairLimiter), so
 // that a lane whose pair is in debt or held waits on the clock without
-// holding a send, and so that a restarted Run replays the recent sends
-// recorded in the database into l (no 131056 after a restart). Its policy
+// holding a send, and so that the Outbox's first Run replays the recent
+// sends recorded in the database into l (no 131056 after a restart; later
+// Runs of the same Outbox do not replay them again, l has them). Give a
+// new Outbox on the same database a new limiter too: it replays what l
+// already holds. Its policy
 // also sets the estimate (WithPairPolicy). Without it, a held lane waits
 // inside the Client's Send, holding one of WithConcurrency's sends.
 func WithPairLimiter(l *pairlimit.Limiter) Option {

@@ -21,7 +21,9 @@ import (
 // use by multiple goroutines, and several processes may share one Postgres
 // database (or, one at a time, one SQLite file). It starts no goroutine:
 // dispatching happens inside Run, on the caller's goroutine and the sends
-// it starts there.
+// it starts there. Only Open makes a usable Outbox: the zero Outbox, like
+// a nil *Outbox, is closed (its methods return ErrClosed, Wake does
+// nothing).
 type Outbox struct {
 	db    *sql.DB
 	d     dialect
@@ -36,6 +38,10 @@ type Outbox struct {
 
 	liveMu sync.Mutex // protects live
 	live   liveCount
+
+	seedMu    sync.Mutex       // protects seeded and seededAll
+	seeded    map[string]int64 // lane -> latest send fed to the pair limiter by seeding
+	seededAll bool             // the recent sends were fed to the pair limiter
 }
 
 // dialect holds what differs between SQLite and Postgres.
@@ -116,7 +122,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 		db.SetMaxOpenConns(16)
 		db.SetMaxIdleConns(16)
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}}
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}, seeded: map[string]int64{}}
 	if err := o.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("outbox: creating tables: %w", scrub(err, dsnStr))
@@ -138,6 +144,9 @@ func scrub(err error, dsnStr string) error {
 
 // Close closes the database. Run must have returned first.
 func (o *Outbox) Close() error {
+	if o == nil || o.db == nil {
+		return nil
+	}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -167,6 +176,9 @@ func (o *Outbox) removeRunner(r *runner) {
 func (o *Outbox) DB() *sql.DB { return o.db }
 
 func (o *Outbox) isClosed() bool {
+	if o == nil || o.db == nil {
+		return true // the zero Outbox: not opened
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed

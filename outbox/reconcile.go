@@ -87,21 +87,32 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s we
 		return nil, nil
 	}
 	var key, st, wamid string
-	err := tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE ikey = ?`), s.CallbackData).Scan(&key, &st, &wamid)
+	var resends int
+	err := tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE ikey = ?`), s.CallbackData).Scan(&key, &st, &wamid, &resends)
 	if err != nil && baseKey(s.CallbackData) != s.CallbackData {
 		// A resend's key.
-		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE ikey = ?`), baseKey(s.CallbackData)).Scan(&key, &st, &wamid)
+		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE ikey = ?`), baseKey(s.CallbackData)).Scan(&key, &st, &wamid, &resends)
 	}
 	if err != nil && s.ID != "" {
-		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid FROM outbox_items WHERE wamid = ?`), s.ID).Scan(&key, &st, &wamid)
+		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE wamid = ?`), s.ID).Scan(&key, &st, &wamid, &resends)
 	}
 	if err != nil {
 		return nil, nil // not ours, or not found: nothing to reconcile
 	}
 	cur, _ := parseState(st)
-	switch cur {
-	case StateQueued, StateExpired:
+	// A status for an earlier attempt of an item the ResendPolicy sent
+	// again (its own key, or an earlier resend's key or wamid).
+	earlier := resends > 0 && s.CallbackData != resendKey(key, resends) && (s.ID == "" || s.ID != wamid)
+	switch {
+	case earlier && target == StateFailed:
+		return nil, nil // says nothing of the current attempt
+	case earlier && cur == StateQueued:
+		// An earlier attempt reached Meta after all: the resend waiting
+		// in the queue must never go.
+	case cur == StateQueued, cur == StateExpired:
 		return nil, nil // never sent by us: a status cannot be about this item
+	}
+	switch cur {
 	case StateFailed, StateRead:
 		return nil, nil // final
 	case StateDelivered:
@@ -125,6 +136,9 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s we
 		if reason == "" {
 			reason = "outcome settled by a status webhook"
 		}
+	}
+	if cur == StateQueued {
+		reason = "an earlier attempt's status webhook: " + s.Status + "; resend cancelled"
 	}
 	if wamid == "" {
 		wamid = s.ID

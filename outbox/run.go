@@ -84,7 +84,7 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 		return errors.New("outbox: run: nil client")
 	}
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
-		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), seeded: map[string]int64{},
+		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency),
 		batch: int64(max(1, o.cfg.concurrency/8))}
 	o.addRunner(r)
 	defer o.removeRunner(r)
@@ -96,10 +96,9 @@ type runner struct {
 	c        *cloudapi.Client
 	owner    string
 	inflight map[string]*claimed
-	done     chan finished    // buffered for every send in flight: never blocks
-	flying   atomic.Int64     // len(inflight), for the sends
-	batch    int64            // outcomes that wake Run
-	seeded   map[string]int64 // Postgres: lane -> last instant seeded into the pair limiter
+	done     chan finished // buffered for every send in flight: never blocks
+	flying   atomic.Int64  // sends started and not yet taken from done
+	batch    int64         // outcomes that wake Run
 	renewAt  time.Time
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 
@@ -242,6 +241,11 @@ func (r *runner) drain(ctx, sendCtx context.Context) error {
 	for {
 		select {
 		case f := <-r.done:
+			// Counted off at once, not once recorded: a send ending
+			// while these are recorded must see itself as the last one
+			// in flight, or it would not wake Run (which then slept
+			// until its next due instant, or for ever once stopping).
+			r.flying.Add(-1)
 			fs = append(fs, f)
 			continue
 		default:
@@ -652,7 +656,6 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	defer func() {
 		for _, f := range fs {
 			delete(r.inflight, f.it.Key)
-			r.flying.Add(-1)
 		}
 	}()
 	now := o.cfg.clock.Now()
@@ -781,10 +784,17 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 
 // seedPairs replays the recent sends recorded in the database into the
 // Client's pair limiter, so that a restarted process does not send to a
-// pair still in debt from before (131056).
+// pair still in debt from before (131056). It does so once per Outbox:
+// the sends of its later Runs went through the limiter already, and
+// replaying them again would count them twice.
 func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	o := r.o
 	if o.cfg.pairs == nil {
+		return nil
+	}
+	o.seedMu.Lock()
+	defer o.seedMu.Unlock()
+	if o.seededAll {
 		return nil
 	}
 	p := o.cfg.pairs.Policy()
@@ -795,6 +805,11 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("outbox: run: reading recent sends: %w", err)
 	}
 	defer rows.Close()
+	type send struct {
+		pr pairlimit.Pair
+		at int64
+	}
+	var sends []send
 	for rows.Next() {
 		var from, to string
 		var at int64
@@ -802,11 +817,20 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("outbox: run: reading recent sends: %w", err)
 		}
 		if pr, err := pairlimit.NewPair(from, to); err == nil {
-			o.cfg.pairs.ReserveN(fromNanos(at), pr, 1)
-			r.seeded[pr.From()+">"+pr.To()] = at
+			sends = append(sends, send{pr, at})
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("outbox: run: reading recent sends: %w", err)
+	}
+	// Only once every row is read: a failed read seeds nothing, and the
+	// next Run tries again.
+	for _, s := range sends {
+		o.cfg.pairs.ReserveN(fromNanos(s.at), s.pr, 1)
+		o.seeded[s.pr.From()+">"+s.pr.To()] = s.at
+	}
+	o.seededAll = true
+	return nil
 }
 
 // seedLane, with Postgres, feeds the pair limiter the lane's latest send
@@ -817,9 +841,11 @@ func (r *runner) seedLane(it *claimed) {
 	if !o.d.postgres || o.cfg.pairs == nil {
 		return
 	}
-	if at := it.otherSent; at > 0 && at > r.seeded[it.lane] {
+	o.seedMu.Lock()
+	defer o.seedMu.Unlock()
+	if at := it.otherSent; at > 0 && at > o.seeded[it.lane] {
 		o.cfg.pairs.ReserveN(fromNanos(at), it.pair, 1)
-		r.seeded[it.lane] = at
+		o.seeded[it.lane] = at
 	}
 }
 

@@ -44,8 +44,10 @@ func (s State) String() string {
 	return stateNames[s]
 }
 
-// Final reports whether nothing more will be sent for an item in state s
-// (webhooks may still move it from accepted to delivered or read).
+// Final reports whether the outbox will send nothing more for an item in
+// state s on its own. Webhooks may still move an accepted item to delivered
+// or read, and a submitted_unknown item is sent again only if a
+// [ResendPolicy] (see [WithResend]) allows it, as a new, recorded attempt.
 func (s State) Final() bool { return s != StateQueued && s != StateSending }
 
 // DeadLetter reports whether s is a dead-letter state: failed or expired.
