@@ -229,3 +229,23 @@ func TestBaseFarFromCallDecidesExactly(t *testing.T) {
 		t.Fatalf("after a 131056: next %v (diff %v), want %v", got, got.Sub(later.Add(time.Second)), later.Add(time.Second))
 	}
 }
+
+// The same for a number's bucket: a reservation far ahead given back leaves
+// the key and its base; a reservation now acts exactly now.
+func TestBucketBaseFarFromCallDecidesExactly(t *testing.T) {
+	th := newTestStore(t).Throughput()
+	ctx := t.Context()
+	far := t0.Add(200 * 365 * 24 * time.Hour)
+	tk, ok, err := th.Reserve(ctx, "n", far, 1, time.Millisecond, 1, throughput.InfDuration)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := th.Cancel(ctx, "n", far, tk); !ok || err != nil {
+		t.Fatalf("cancel %v %v", ok, err)
+	}
+	at := t0.Add(123456789)
+	tk, ok, err = th.Reserve(ctx, "n", at, 1, time.Millisecond, 1, throughput.InfDuration)
+	if err != nil || !ok || tk.Act != at.UnixNano() {
+		t.Fatalf("act %d, want %d (diff %d)", tk.Act, at.UnixNano(), tk.Act-at.UnixNano())
+	}
+}

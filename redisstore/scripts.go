@@ -204,6 +204,12 @@ end
 const bucketReserveLua = bucketPrelude + `
 local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
+if t > 86400 * E9 or t < -86400 * E9 then
+  -- move the base to t: offsets past 2^53 ns (104 days) lose nanoseconds
+  if tat then tat = tat - t end
+  if hold then hold = hold - t end
+  bs, bn, t = tsec, tns, 0
+end
 local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
@@ -211,13 +217,6 @@ local prevTat, prevTop = "z", top
 if tat then prevTat = string.format('%d', tat) end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
   return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
-end
-if t > 86400 * E9 then
-  if tat then tat = tat - t end
-  if hold then hold = hold - t end
-  act, base = act - t, base - t
-  if prevTat ~= "z" then prevTat = string.format('%d', tonumber(prevTat) - t) end
-  bs, bn, t = tsec, tns, 0
 end
 tat = base + n * interval
 local tm = redis.call('TIME')
