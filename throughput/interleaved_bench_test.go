@@ -85,7 +85,7 @@ func BenchmarkTierAdmit1M(b *testing.B) {
 		keys[i] = uint64(2376_1000_0000 + i)
 	}
 	step := throughput.TierWindow / window
-	tier := throughput.NewTier(window)
+	tier := throughput.NewTier(window, throughput.WithClock(farClock()))
 	floor := make(map[uint64]int64, window)
 	now := t0
 	for i := range window {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // ErrStore is matched (with errors.Is) by the error of every decision a
@@ -310,15 +312,24 @@ func (b *memBucket) hold() int64 {
 // MemoryStore is an in-memory [Store]: what a Limiter, Budget or Tier does
 // without one, shared by key. Use it to share limits between Limiters in
 // one process, and as the reference for other stores. It is safe for
-// concurrent use; the zero MemoryStore is ready to use.
+// concurrent use; the zero MemoryStore is ready to use, on the real clock.
+//
+// A tier's counts are dropped only once expired at the present: the earlier
+// of the latest instant asked and the store's clock, so that a claim at a
+// future instant never drops a count still live for callers at the present.
 type MemoryStore struct {
-	mu      sync.Mutex // protects the maps
+	clock   clock.Clock
+	mu      sync.Mutex // protects the fields below
 	buckets map[string]*memBucket
 	tiers   map[string]TierState
+	asked   int64 // the latest instant a tier was asked at
 }
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+// NewMemoryStore returns an empty MemoryStore. Only [WithClock] applies: the
+// clock the store judges the present by (the real one by default).
+func NewMemoryStore(opts ...Option) *MemoryStore {
+	return &MemoryStore{clock: buildOptions(opts).clock}
+}
 
 func (m *MemoryStore) bucket(key string) *memBucket {
 	m.mu.Lock()
@@ -350,9 +361,18 @@ func (m *MemoryStore) Hold(_ context.Context, key string, until time.Time) (time
 	return time.Unix(0, m.bucket(key).extend(until.UnixNano())), nil
 }
 
-// tier returns the TierState of key, dropping counts that expired by t.
-// Called with m.mu held.
+// tier returns the TierState of key, dropping counts expired at the
+// present: the earlier of the latest instant asked (t or before) and the
+// clock. Called with m.mu held.
 func (m *MemoryStore) tier(key string, t int64, window time.Duration) TierState {
+	m.asked = max(m.asked, t)
+	var now int64
+	if m.clock == nil {
+		now = time.Now().UnixNano()
+	} else {
+		now = m.clock.Now().UnixNano()
+	}
+	present := min(m.asked, now)
 	if m.tiers == nil {
 		m.tiers = make(map[string]TierState)
 	}
@@ -362,7 +382,7 @@ func (m *MemoryStore) tier(key string, t int64, window time.Duration) TierState 
 		m.tiers[key] = s
 	}
 	for to, at := range s.Last {
-		if at <= t-int64(window) {
+		if at <= present-int64(window) {
 			delete(s.Last, to)
 		}
 	}

@@ -49,7 +49,7 @@ func BenchmarkTierAdmit(b *testing.B) {
 		names[i] = "+2376" + strconv.Itoa(10_000_000+i)
 	}
 	step := throughput.TierWindow / window
-	tier := throughput.NewTier(throughput.Tier100K)
+	tier := throughput.NewTier(throughput.Tier100K, throughput.WithClock(farClock()))
 	now := t0
 	for i := range window {
 		tier.Admit(now, names[i])

@@ -33,7 +33,12 @@ const TierWindow = 24 * time.Hour
 //
 // A recipient counts from its latest admitted send until 24 hours after it;
 // admitting a recipient already counted is free (and renews its 24 hours).
-// Memory is proportional to the recipients in the window.
+// Each decision counts the recipients counted at its own instant. Counts
+// are dropped only once expired at the present: the earlier of the latest
+// instant asked and the clock ([WithClock]), so that a claim at a future
+// instant never drops a count still live for callers at the present.
+// Memory is proportional to the recipients in the window ending at the
+// present, plus those admitted since.
 //
 // Recipients are counted by key (see pairlimit.Pair): phone numbers and
 // short numeric BSUIDs exactly; other BSUIDs by a fixed 61-bit hash, so two
@@ -54,6 +59,8 @@ type Tier struct {
 	last  u64map      // recipient -> unix ns of its latest admitted send
 	queue []tierEntry // admissions in time order; entries superseded by a later send are stale
 	head  int         // first live index of queue
+	asked int64       // the latest instant asked
+	clk   int64       // the clock when last read; never ahead of it
 }
 
 type tierEntry struct {
@@ -178,8 +185,8 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	if t.limit == Unlimited {
 		return Claim{ok: true}
 	}
-	t.expire(n)
-	if prev, counted := t.last.get(key); counted {
+	gone := t.expireAt(n)
+	if prev, counted := t.last.get(key); counted && prev > n-int64(TierWindow) {
 		if n > prev {
 			t.last.set(key, n)
 			t.push(key, n)
@@ -189,10 +196,10 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	if t.limit == 0 {
 		return Claim{retryAt: time.Unix(0, satAdd(n, int64(TierWindow)))}
 	}
-	if t.last.live >= t.limit {
-		// The oldest count expires after now (expire dropped the others),
-		// and never at or before it.
-		return Claim{retryAt: time.Unix(0, max(t.oldest()+int64(TierWindow), n+1))}
+	if t.last.live-gone >= t.limit {
+		// The oldest count live at now expires after now, and never at or
+		// before it.
+		return Claim{retryAt: time.Unix(0, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1))}
 	}
 	t.last.set(key, n)
 	t.push(key, n)
@@ -215,8 +222,7 @@ func (t *Tier) Count(now time.Time) int {
 	if t.limit == Unlimited {
 		return 0
 	}
-	t.expire(now.UnixNano())
-	return t.last.live
+	return t.last.live - t.expireAt(now.UnixNano())
 }
 
 // current reports whether e is its recipient's latest admission.
@@ -242,6 +248,38 @@ func (t *Tier) push(to uint64, at int64) {
 	t.queue = append(t.queue, tierEntry{to, at})
 }
 
+// expireAt drops the recipients expired at the present (see [Tier]) and
+// returns how many of those still counted are expired at n, an instant
+// later than the present. Called with t.mu held.
+func (t *Tier) expireAt(n int64) int {
+	t.asked = max(t.asked, n)
+	if n > t.clk {
+		t.clk = t.clockNow()
+	}
+	present := min(t.asked, t.clk)
+	t.expire(present)
+	if n <= present {
+		return 0
+	}
+	// n is ahead of the clock: count, without dropping, the recipients
+	// expired at n but live at the present.
+	gone, limit := 0, n-int64(TierWindow)
+	for i := t.head; i < len(t.queue) && t.queue[i].at <= limit; i++ {
+		if t.current(t.queue[i]) {
+			gone++
+		}
+	}
+	return gone
+}
+
+// clockNow reads the tier's clock: the real one for the zero Tier.
+func (t *Tier) clockNow() int64 {
+	if t.clock == nil {
+		return time.Now().UnixNano()
+	}
+	return t.clock.Now().UnixNano()
+}
+
 // expire drops the recipients whose latest send is 24 hours old or more.
 // Called with t.mu held.
 func (t *Tier) expire(now int64) {
@@ -262,14 +300,19 @@ func (t *Tier) expire(now int64) {
 	}
 }
 
-// oldest returns the instant of the oldest live count. Called with t.mu
-// held and at least one recipient counted.
-func (t *Tier) oldest() int64 {
+// oldestAfter returns the instant of the oldest count later than from.
+// Called with t.mu held and at least one such count.
+func (t *Tier) oldestAfter(from int64) int64 {
 	for t.head < len(t.queue) {
 		if e := t.queue[t.head]; t.current(e) {
-			return e.at
+			break
 		}
 		t.head++ // stale: a later send superseded it
 	}
-	return 0 // unreachable while a recipient is counted
+	for _, e := range t.queue[t.head:] {
+		if e.at > from && t.current(e) {
+			return e.at
+		}
+	}
+	return from + 1 // unreachable while such a recipient is counted
 }
