@@ -278,22 +278,33 @@ end
 `
 
 // tierClaimLua is throughput.Store.Claim. ARGV: t (sec, ns), to, limit,
-// window, keep. Returns {ok, es, en, at or retryAt offset, new}.
+// window, keep, skew. Returns {ok, es, en, at or retryAt offset, new}.
+// Counts are dropped only once expired at the present: the earlier of t and
+// Redis's clock less skew, so that a claim at a future instant never drops
+// a count still live for callers at the present; the decision counts the
+// recipients live at t.
 const tierClaimLua = tierPrelude + `
-local to, limit, window, keep = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local to, limit, window, keep, skew = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 if not es then
   es, en = tsec, tns
   redis.call('HSET', KEYS[2], 's', es, 'n', en)
 end
 local t = (tsec - es) * E9 + (tns - en)
+local tm = redis.call('TIME')
+-- 1 us to spare for doubles far from the epoch
+local now = (tonumber(tm[1]) - es) * E9 + (tonumber(tm[2]) * 1000 - en) - skew - 1000
+local function prune()
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', math.min(t, now) - window))
+end
 if t > 30 * 86400 * E9 then
   local nes, nen = tsec, tns
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', t - window))
+  prune()
   local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
   for i = 1, #all, 2 do
     redis.call('ZADD', KEYS[1], string.format('%d', tonumber(all[i + 1]) - t), all[i])
   end
   redis.call('HSET', KEYS[2], 's', nes, 'n', nen)
+  now = now - t
   es, en, t = nes, nen, 0
 end
 local from = t - window
@@ -305,14 +316,15 @@ if cur and tonumber(cur) > from then
   return {1, es, en, string.format('%d', at), 0}
 end
 if limit > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', from))
-  local n = redis.call('ZCARD', KEYS[1])
+  prune()
+  local f = '(' .. string.format('%d', from)
+  local n = redis.call('ZCOUNT', KEYS[1], f, '+inf')
   if n < limit then
     redis.call('ZADD', KEYS[1], string.format('%d', t), to)
     tierExpire(window, keep)
     return {1, es, en, string.format('%d', t), 1}
   end
-  local old = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local old = redis.call('ZRANGEBYSCORE', KEYS[1], f, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   return {0, es, en, string.format('%d', tonumber(old[2]) + window), 0}
 end
 return {0, es, en, string.format('%d', t + window), 0}

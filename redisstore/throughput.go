@@ -103,7 +103,7 @@ func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (ti
 func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughput.TierTicket, bool, time.Time, error) {
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "tier claim", tierClaim, th.tierKeys(key), sec, nsec,
-		strconv.FormatUint(to, 10), limit, int64(window), int64(time.Second+SkewAllowance))
+		strconv.FormatUint(to, 10), limit, int64(window), int64(time.Second+SkewAllowance), int64(SkewAllowance))
 	if th.fallback(err) {
 		return th.s.localTP.Claim(ctx, key, to, t, limit, window)
 	}

@@ -37,6 +37,39 @@ func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
 	t.Run("TierModel", func(t *testing.T) { testTierModel(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
 	t.Run("SharedTiers", func(t *testing.T) { testSharedTiers(t, newStore(t)) })
+	t.Run("TierFutureClaim", func(t *testing.T) { testTierFuture(t, newStore(t)) })
+}
+
+// testTierFuture claims at an instant 10 s ahead of the real present p: a
+// store must not drop, on that claim, a count still live at p (a store
+// that prunes at the instant asked rather than at the present admits a
+// third recipient into a tier of 2). The store's clock, if any, must not
+// run ahead of the real one.
+func testTierFuture(t *testing.T, s throughput.Store) {
+	const window = throughput.TierWindow
+	ctx := context.Background()
+	key := "portfolio-future"
+	p := time.Now()
+	start := p.Add(-window + 5*time.Second)
+	for _, c := range []struct {
+		to uint64
+		at time.Time
+	}{{1, start}, {2, start.Add(time.Hour)}, {2, p.Add(10 * time.Second)}} {
+		if _, ok, _, err := s.Claim(ctx, key, c.to, c.at, 2, window); err != nil || !ok {
+			t.Fatalf("Claim(%d at %v) = %v, %v; want admitted", c.to, c.at, ok, err)
+		}
+	}
+	if n, err := s.Count(ctx, key, p, window); err != nil || n != 2 {
+		t.Errorf("Count(p) = %d, %v; want 2", n, err)
+	}
+	_, ok, retryAt, err := s.Claim(ctx, key, 3, p, 2, window)
+	if err != nil || ok || !retryAt.Equal(start.Add(window)) {
+		t.Errorf("Claim(3 at p) = %v, retry at %v, %v; want refused until %v (a claim 10 s ahead dropped a count live at p)",
+			ok, retryAt, err, start.Add(window))
+	}
+	if _, ok, _, err := s.Claim(ctx, key, 3, p.Add(10*time.Second), 2, window); err != nil || !ok {
+		t.Errorf("Claim(3 at p+10s) = %v, %v; want admitted (recipient 1 expired at p+5s)", ok, err)
+	}
 }
 
 // testSharedTiers runs several Tiers of one portfolio over s from many
