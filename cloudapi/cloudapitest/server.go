@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -143,7 +144,8 @@ type Failure struct {
 	// answering: the client cannot know the outcome.
 	Reset bool
 	// Hang accepts the message, then answers nothing until the request's
-	// context ends (a timeout).
+	// context ends (a timeout). Over URL the connection stays open until
+	// the client closes it or the server is closed.
 	Hang bool
 	// Stall reads nothing: the request never leaves the client (a dial or
 	// TLS handshake that never completes) until its context ends. The
@@ -174,6 +176,8 @@ type Server struct {
 	requests []Request
 	seq      int
 	srv      *httptest.Server
+	closed   bool                  // Close ran and URL has not started a server since
+	hung     map[net.Conn]struct{} // connections a hang holds open
 	media    map[string]mediaAsset // uploads by media ID
 	mediaSeq int
 }
@@ -213,12 +217,19 @@ func NewServer(tb TB, opts ...Option) *Server {
 	return s
 }
 
-// Close stops the real listener, if URL started one.
+// Close stops the real listener, if URL started one, and closes the
+// connections scripted hangs hold open.
 func (s *Server) Close() {
 	s.mu.Lock()
 	srv := s.srv
 	s.srv = nil
+	s.closed = true
+	hung := s.hung
+	s.hung = nil
 	s.mu.Unlock()
+	for c := range hung {
+		_ = c.Close()
+	}
 	if srv != nil {
 		srv.Close()
 	}
@@ -234,6 +245,7 @@ func (s *Server) URL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv == nil {
+		s.closed = false
 		s.srv = httptest.NewServer(s)
 	}
 	return s.srv.URL
@@ -309,9 +321,14 @@ var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/messages$`)
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec, fail := s.handle(r)
 	if fail != nil && (fail.Reset || fail.Hang || fail.Stall) {
-		// Over a real socket: drop the connection without an answer.
+		// Over a real socket: a reset drops the connection without an
+		// answer; a hang holds it open, answering nothing, until the
+		// client closes it or the server is closed.
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
+				if !fail.Reset {
+					s.hang(conn)
+				}
 				conn.Close()
 				return
 			}
@@ -324,6 +341,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// hang reads and discards what conn receives until the client closes it
+// or Close closes it.
+func (s *Server) hang(conn net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if s.hung == nil {
+		s.hung = map[net.Conn]struct{}{}
+	}
+	s.hung[conn] = struct{}{}
+	s.mu.Unlock()
+	_, _ = io.Copy(io.Discard, conn)
+	s.mu.Lock()
+	delete(s.hung, conn)
+	s.mu.Unlock()
 }
 
 // handle decides the answer to r, records it, and returns the recorded
