@@ -38,7 +38,10 @@ const TierWindow = 24 * time.Hour
 // instant asked and the clock ([WithClock]), so that a claim at a future
 // instant never drops a count still live for callers at the present.
 // Memory is proportional to the recipients in the window ending at the
-// present, plus those admitted since.
+// present, plus those admitted since. A decision at an instant ahead of the
+// clock also walks the counts expired at that instant but not yet at the
+// present: pass WithClock when the instants asked are not the clock's
+// (a simulation, say), so that the present keeps up with them.
 //
 // Recipients are counted by key (see pairlimit.Pair): phone numbers and
 // short numeric BSUIDs exactly; other BSUIDs by a fixed 61-bit hash, so two
