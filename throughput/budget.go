@@ -126,7 +126,18 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 	if n < 1 {
 		return Reservation{err: ErrInvalidCount}
 	}
-	return reserveBucket(ctx, &b.b, b.opts, b.clock, t.UnixNano(), n, maxWait)
+	tn := t.UnixNano()
+	if b.opts.store != nil {
+		// A hold the store may have failed to record: ask from its end.
+		b.mu.Lock()
+		h := b.heldUntil
+		b.mu.Unlock()
+		var ok bool
+		if tn, maxWait, ok = afterHold(h, tn, maxWait); !ok {
+			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
+		}
+	}
+	return reserveBucket(ctx, &b.b, b.opts, b.clock, tn, n, maxWait)
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be
@@ -182,6 +193,11 @@ func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
 // Refused records that Meta answered 4, 613, 80007 or 80008 at t and holds
 // the budget: 1 min, doubling with each consecutive refusal up to an hour.
 // A longer hold from Observe stands. Other codes hold nothing.
+//
+// With [WithStore], the holds of Refused and Observe are also kept by the
+// Budget itself: one the Store fails to record (neither method has an error
+// to report it with) still holds this Budget's calls, though not those of
+// other processes sharing the Store.
 func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
 	switch code {
 	case errcodes.AppRateLimit, errcodes.GraphRateLimit, errcodes.WABARateLimit, errcodes.WABAManagementRateLimit:

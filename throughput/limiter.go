@@ -315,17 +315,28 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 		l.mu.Lock()
 		h := l.heldUntil
 		l.mu.Unlock()
-		if h > tn {
-			if maxWait != InfDuration {
-				if time.Duration(h-tn) > maxWait {
-					return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
-				}
-				maxWait -= time.Duration(h - tn)
-			}
-			tn = h
+		var ok bool
+		if tn, maxWait, ok = afterHold(h, tn, maxWait); !ok {
+			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
 		}
 	}
 	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, maxWait)
+}
+
+// afterHold moves a reservation asked at t with maxWait to the end of a
+// locally kept hold h (one the store may have failed to record). It reports
+// false when the hold alone outlasts maxWait.
+func afterHold(h, t int64, maxWait time.Duration) (int64, time.Duration, bool) {
+	if h <= t {
+		return t, maxWait, true
+	}
+	if maxWait != InfDuration {
+		if time.Duration(h-t) > maxWait {
+			return t, maxWait, false
+		}
+		maxWait -= time.Duration(h - t)
+	}
+	return h, maxWait, true
 }
 
 // reserveBucket is the one decision of a Limiter or a Budget, with the

@@ -150,3 +150,21 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 		t.Fatal("AllowN admitted during the hold")
 	}
 }
+
+// TestBudgetHoldKeptLocallyWhenStoreFails: a Budget hold the store could not
+// record is kept by the Budget, as a Limiter's is. (The next call went at
+// once while RefusedUntil said one minute.)
+func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
+	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore()}, "waba"))
+	hold := b.Refused(t0, errcodes.AppRateLimit)
+	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
+		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))
+	}
+	if b.AllowN(t0.Add(hold/2), 1) {
+		t.Fatal("AllowN admitted during the hold")
+	}
+	d := b.Observe(t0.Add(2*time.Minute), []throughput.Usage{{Type: throughput.UsageTypeManagement, RegainAccess: 5 * time.Minute}})
+	if b.AllowN(t0.Add(2*time.Minute+d/2), 1) {
+		t.Fatal("AllowN admitted during the usage hold")
+	}
+}
