@@ -164,17 +164,18 @@ return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format(
 // Bucket state, one hash per key, holding throughput.BucketState as
 // offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
 // Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
-// highest ID handed out.
+// highest ID handed out, iv = Interval (absent: zero).
 
 const bucketPrelude = `
 local E9 = 1000000000
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
-local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw')
+local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw', 'iv')
 local bs, bn = tonumber(st[1]), tonumber(st[2])
 if not bs then bs, bn = tsec, tns end
 local t = (tsec - bs) * E9 + (tns - bn)
 local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), st[5] or "0", st[6] or "0"
+local iv = tonumber(st[7])
 local hadTat = st[3] ~= false
 local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
 -- save writes the state and expires the key at max(TAT, Hold) + keep.
@@ -183,6 +184,7 @@ local function save(keep)
   local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
   if tat then fields[9] = 'tat'; fields[10] = string.format('%d', tat) end
   if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = string.format('%d', hold) end
+  if iv then fields[#fields + 1] = 'iv'; fields[#fields + 1] = string.format('%d', iv) end
   redis.call('HSET', key, unpack(fields))
   local u = math.max(tat or t, hold or t)
   local tm = redis.call('TIME')
@@ -210,6 +212,11 @@ if t > 86400 * E9 or t < -86400 * E9 then
   if hold then hold = hold - t end
   bs, bn, t = tsec, tns, 0
 end
+-- restate TAT for a slower interval (throughput.BucketState.Reserve)
+if iv and iv > 0 and interval > iv and tat and tat > t then
+  local ref = math.min(t, tat - burst * iv)
+  tat = ref + math.floor((tat - ref) * interval / iv)
+end
 local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
@@ -219,6 +226,7 @@ if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
   return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
 end
 tat = base + n * interval
+iv = interval
 local tm = redis.call('TIME')
 top = string.format('%d', math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), tonumber(hw) + 1))
 hw = top

@@ -92,6 +92,9 @@ type BucketState struct {
 	Hold int64
 	// Top is the ID of the latest reservation that can be given back.
 	Top uint64
+	// Interval is the interval, in nanoseconds, the debt ahead of TAT is
+	// counted in: that of the latest reservation (zero before any).
+	Interval int64
 }
 
 // BucketTicket identifies one bucket reservation for an exact give-back.
@@ -103,22 +106,55 @@ type BucketTicket struct {
 }
 
 // Next returns when n tokens asked at t may be taken, changing nothing:
-// with u = max(t, Hold), act = max(u, max(TAT, u) + n x interval - burst x
+// with TAT first restated for interval (see [BucketState.Reserve]) and u =
+// max(t, Hold), act = max(u, max(TAT, u) + n x interval - burst x
 // interval).
 func (s BucketState) Next(t int64, n int, interval time.Duration, burst int) int64 {
+	s = s.restate(t, interval, burst)
 	u := max(t, s.Hold)
 	return max(u, satAdd(max(s.TAT, u), int64(n-burst)*int64(interval)))
 }
 
-// Reserve takes n tokens asked at t: act is Next(t, n, interval, burst),
-// and TAT becomes max(TAT, max(t, Hold)) + n x interval. The reservation,
-// identified by id, becomes Top.
+// Reserve takes n tokens asked at t. First TAT is restated for interval:
+// when it is longer than Interval (a slower rate), the debt ahead of TAT is
+// stretched by interval / Interval from ref = min(t, TAT - burst x
+// Interval), the instant the bucket was last empty or t if earlier, when
+// TAT is after t (at TAT <= t the bucket is full: nothing changes), so that
+// the wider slack of a slower rate never slots new sends among those the
+// old rate reserved (a shorter interval keeps TAT). Then act is Next(t, n,
+// interval, burst), TAT becomes max(TAT, max(t, Hold)) + n x interval,
+// Interval becomes interval, and the reservation, identified by id, becomes
+// Top. The ticket's PrevTAT is the restated TAT.
 func (s BucketState) Reserve(t int64, n int, interval time.Duration, burst int, id uint64) (BucketState, BucketTicket) {
+	s = s.restate(t, interval, burst)
+	s.Interval = int64(interval)
 	act := s.Next(t, n, interval, burst)
 	tk := BucketTicket{ID: id, PrevTop: s.Top, PrevTAT: s.TAT, Act: act}
 	s.TAT = satAdd(max(s.TAT, t, s.Hold), int64(n)*int64(interval))
 	s.Top = id
 	return s, tk
+}
+
+// restate counts the debt ahead of TAT in interval, as Reserve says.
+func (s BucketState) restate(t int64, interval time.Duration, burst int) BucketState {
+	if s.Interval <= 0 || int64(interval) <= s.Interval || s.TAT <= t {
+		return s // the same rate, a faster one, or a full bucket at t
+	}
+	return s.stretch(t, interval, burst)
+}
+
+// stretch is restate's stretch, out of line.
+func (s BucketState) stretch(t int64, interval time.Duration, burst int) BucketState {
+	slack := int64(math.MaxInt64)
+	if burst >= 0 && s.Interval <= math.MaxInt64/int64(max(burst, 1)) {
+		slack = int64(burst) * s.Interval
+	}
+	ref := min(t, satAdd(s.TAT, -slack))
+	if s.TAT > ref && s.TAT-ref > 0 { // (not if it overflows)
+		d := float64(s.TAT-ref) * float64(interval) / float64(s.Interval)
+		s.TAT = satAdd(ref, int64(min(d, 0x1p62)))
+	}
+	return s
 }
 
 // Cancel gives reservation tk back at t: when it is Top and its time had
@@ -255,6 +291,9 @@ func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
 		}
 	}
 	b.interval, b.burst = interval, burst
+	if b.s.Interval != 0 {
+		b.s.Interval = int64(interval) // the debt is restated: Reserve must not stretch it again
+	}
 }
 
 // reserveLocal is reserve with the bucket's own figures. It reports

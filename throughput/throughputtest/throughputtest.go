@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -38,6 +39,41 @@ func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
 	t.Run("SharedTiers", func(t *testing.T) { testSharedTiers(t, newStore(t)) })
 	t.Run("TierFutureClaim", func(t *testing.T) { testTierFuture(t, newStore(t)) })
+	t.Run("LateRateCut", func(t *testing.T) { testLateCut(t, newStore(t)) })
+}
+
+// testLateCut reserves a second's worth of sends at 1,000 per second, then
+// learns of a 130429 from the first instant (a report so late that its
+// hold ends before the queue does) and reserves more at the cut rate: no
+// closed second may hold more than the figure. (A store that prices the
+// debt ahead of TAT at each call's interval let 1,002 sends into one
+// second: a slower interval widens the burst's slack behind TAT and slots
+// new sends among those already reserved.)
+func testLateCut(t *testing.T, s throughput.Store) {
+	lim := throughput.New(throughput.Upgraded, throughput.WithStore(s, "106540352242998"))
+	var acts []time.Time
+	reserve := func(n int) {
+		for range n {
+			r := lim.ReserveN(t0, 1)
+			if !r.OK() {
+				t.Fatalf("ReserveN: %v", r.Err())
+			}
+			acts = append(acts, r.TimeToAct())
+		}
+	}
+	reserve(throughput.Upgraded)
+	lim.Refused(t0, errcodes.ThroughputLimit)
+	reserve(throughput.Upgraded)
+	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range acts {
+		for acts[i].Sub(acts[j]) > time.Second {
+			j++
+		}
+		if i-j+1 > lim.PerSecond() {
+			t.Fatalf("%d admitted in the closed second ending +%v; the figure is %d", i-j+1, acts[i].Sub(t0), lim.PerSecond())
+		}
+	}
 }
 
 // testTierFuture claims at an instant 10 s ahead of the real present p: a
@@ -142,6 +178,9 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 			}
 			at := now.Add(time.Duration(rng.Int64N(int64(200*time.Millisecond))) - 50*time.Millisecond)
 			latest = max(latest, at.UnixNano())
+			if rng.IntN(25) == 0 { // the rate changes (SetMPSAt, a 130429's cut)
+				interval = time.Second / time.Duration(20+rng.IntN(60))
+			}
 			where := func() string { return fmt.Sprintf("seed %d step %d", seed, step) }
 			switch k := rng.IntN(10); {
 			case k < 6:
@@ -157,7 +196,7 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 				next := model.Next(at.UnixNano(), n, interval, burst)
 				wantOK := n <= burst && (maxWait == throughput.InfDuration || next-at.UnixNano() <= int64(maxWait))
 				if ok != wantOK || (ok && tk.Act != next) {
-					t.Fatalf("%s: Reserve(n=%d) = ok %v act %d; model ok %v act %d", where(), n, ok, tk.Act, wantOK, next)
+					t.Fatalf("%s: Reserve(n=%d) = ok %v act %d; model ok %v act %d; model %+v at %d iv %d tk %+v", where(), n, ok, tk.Act, wantOK, next, model, at.UnixNano(), interval, tk)
 				}
 				if !ok {
 					continue
