@@ -214,7 +214,8 @@ if t > 86400 * E9 or t < -86400 * E9 then
 end
 -- restate TAT for a slower interval (throughput.BucketState.Reserve)
 if iv and iv > 0 and interval > iv and tat and tat > t then
-  local ref = math.min(t, tat - burst * iv)
+  local e = tat - burst * iv
+  local ref = math.max(math.min(t, e), e - burst * iv)
   tat = ref + math.floor((tat - ref) * interval / iv)
 end
 local u = math.max(t, hold or t)

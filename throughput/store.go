@@ -117,11 +117,15 @@ func (s BucketState) Next(t int64, n int, interval time.Duration, burst int) int
 
 // Reserve takes n tokens asked at t. First TAT is restated for interval:
 // when it is longer than Interval (a slower rate), the debt ahead of TAT is
-// stretched by interval / Interval from ref = min(t, TAT - burst x
-// Interval), the instant the bucket was last empty or t if earlier, when
-// TAT is after t (at TAT <= t the bucket is full: nothing changes), so that
-// the wider slack of a slower rate never slots new sends among those the
-// old rate reserved (a shorter interval keeps TAT). Then act is Next(t, n,
+// stretched by interval / Interval from ref = max(min(t, e), e - burst x
+// Interval), e = TAT - burst x Interval being the instant the bucket was
+// last empty: from t if earlier, but from at most two bursts behind TAT.
+// This is done when TAT is after t (at TAT <= t the bucket is full:
+// nothing changes), so that the wider slack of a slower rate never slots
+// new sends among those the old rate reserved (a shorter interval keeps
+// TAT). Each change to a slower interval costs up to 2 x burst x the
+// difference of the intervals, so Limiters sharing a key at different
+// adaptive rates slow each other down. Then act is Next(t, n,
 // interval, burst), TAT becomes max(TAT, max(t, Hold)) + n x interval,
 // Interval becomes interval, and the reservation, identified by id, becomes
 // Top. The ticket's PrevTAT is the restated TAT.
@@ -149,7 +153,12 @@ func (s BucketState) stretch(t int64, interval time.Duration, burst int) BucketS
 	if burst >= 0 && s.Interval <= math.MaxInt64/int64(max(burst, 1)) {
 		slack = int64(burst) * s.Interval
 	}
-	ref := min(t, satAdd(s.TAT, -slack))
+	// From t if earlier than the empty instant, but never from more than
+	// two bursts behind TAT: a store meets slower intervals again and again
+	// (Limiters sharing a key at different adaptive rates), and stretching
+	// a long queue from t each time would grow it geometrically.
+	e := satAdd(s.TAT, -slack)
+	ref := max(min(t, e), satAdd(e, -slack))
 	if s.TAT > ref && s.TAT-ref > 0 { // (not if it overflows)
 		d := float64(s.TAT-ref) * float64(interval) / float64(s.Interval)
 		s.TAT = satAdd(ref, int64(min(d, 0x1p62)))

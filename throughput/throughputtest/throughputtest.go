@@ -40,6 +40,42 @@ func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
 	t.Run("SharedTiers", func(t *testing.T) { testSharedTiers(t, newStore(t)) })
 	t.Run("TierFutureClaim", func(t *testing.T) { testTierFuture(t, newStore(t)) })
 	t.Run("LateRateCut", func(t *testing.T) { testLateCut(t, newStore(t)) })
+	t.Run("MixedRates", func(t *testing.T) { testMixedRates(t, newStore(t)) })
+}
+
+// testMixedRates alternates 2,000 sends asked at one instant between two
+// Limiters of one number, one of them at a rate cut by a 130429: no closed
+// second holds more than the figure, and the queue stays of the order of
+// the sends' own spacing (a store restating the whole queue from the
+// instant asked at each change of rate stretched it geometrically, to
+// over a million hours).
+func testMixedRates(t *testing.T, s throughput.Store) {
+	key := "106540352242997"
+	a := throughput.New(throughput.Upgraded, throughput.WithStore(s, key))
+	b := throughput.New(throughput.Upgraded, throughput.WithStore(s, key))
+	b.Refused(t0, errcodes.ThroughputLimit)
+	at := t0.Add(2 * time.Second)
+	var acts []time.Time
+	for i := range 2000 {
+		r := [2]*throughput.Limiter{a, b}[i%2].ReserveN(at, 1)
+		if !r.OK() {
+			t.Fatalf("ReserveN: %v", r.Err())
+		}
+		acts = append(acts, r.TimeToAct())
+	}
+	if d := acts[len(acts)-1].Sub(at); d > 15*time.Second {
+		t.Fatalf("2,000 sends queued over %v", d)
+	}
+	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range acts {
+		for acts[i].Sub(acts[j]) > time.Second {
+			j++
+		}
+		if i-j+1 > a.PerSecond() {
+			t.Fatalf("%d admitted in the closed second ending +%v; the figure is %d", i-j+1, acts[i].Sub(at), a.PerSecond())
+		}
+	}
 }
 
 // testLateCut reserves a second's worth of sends at 1,000 per second, then
