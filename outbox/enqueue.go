@@ -18,6 +18,11 @@ import (
 // business number for its capacity check and estimate.
 const liveRefresh = 100 * time.Millisecond
 
+// laneLockSpace is the first key of the Postgres advisory locks that
+// serialise Enqueue per lane (the second is the hash of the lane); the
+// two-key space never meets Open's one-key lock.
+const laneLockSpace = 727717
+
 // liveCount caches the live items per business number.
 type liveCount struct {
 	at       time.Time
@@ -69,7 +74,9 @@ func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (
 // so that a business row and its message commit or roll back together.
 // Nothing is visible to Run before tx commits: call Wake after the commit
 // (or Run finds it at its next wake-up, see WithIdleWake). The observer
-// hears of it at once.
+// hears of it at once. With Postgres, tx holds a lock on the message's
+// lane until it ends (so that the lane's capacity holds): other enqueues
+// to that lane wait for it, so keep such transactions short.
 func (o *Outbox) EnqueueTx(ctx context.Context, tx *sql.Tx, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
@@ -161,6 +168,16 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 		bp := &cloudapi.BackpressureError{Limit: hold, Code: code, Wait: wait,
 			ExpiresAt: m.ExpiresAt, IdempotencyKey: key}
 		return &RejectError{BackpressureError: bp, Reason: reason, Full: full}
+	}
+
+	if o.d.postgres {
+		// At READ COMMITTED two transactions could both count the lane
+		// under its capacity and both insert: serialise the count and the
+		// insert per lane, until the transaction ends (lanes whose names
+		// hash alike share a lock, which only serialises them).
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, laneLockSpace, lane); err != nil {
+			return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+		}
 	}
 
 	// An existing key stores nothing new. (One query reads the key and

@@ -244,7 +244,9 @@ func WithPairLimiter(l *pairlimit.Limiter) Option {
 // suffix (N the resend's number) as idempotency key and
 // biz_opaque_callback_data, so that the Client does not refuse it as a
 // duplicate and status webhooks name the attempt (Reconcile maps it back).
-// A resent item waits behind every other item of its lane. The user may
+// A resent item keeps its place in its lane (its original enqueue
+// order): once its resend is due it is the lane's next send, after the
+// one in flight if any, ahead of every item enqueued after it. The user may
 // then receive the message twice: that is the policy's risk.
 func WithResend(p ResendPolicy) Option {
 	return func(c *config) error {

@@ -237,7 +237,6 @@ END;
 `
 
 const schemaPostgres = `
-CREATE SEQUENCE IF NOT EXISTS outbox_seq;
 CREATE TABLE IF NOT EXISTS outbox_items (
 	id          BIGSERIAL PRIMARY KEY,
 	ikey        TEXT NOT NULL UNIQUE,
@@ -331,17 +330,6 @@ func (o *Outbox) q(query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// nextSeq is the SQL expression of the lane sequence number of a resent
-// item. A lane is ordered by (seq, id): new items have seq 0, so they keep
-// their insertion order, and a resent item goes behind every other item of
-// its lane. (Rare: SQLite's MAX has no index to use.)
-func (o *Outbox) nextSeq() string {
-	if o.d.postgres {
-		return "nextval('outbox_seq')"
-	}
-	return "(SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox_items)"
 }
 
 func randomKey() string {

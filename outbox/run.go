@@ -336,7 +336,11 @@ func (r *runner) renew(ctx context.Context, now time.Time) error {
 }
 
 // pickSQL selects up to n due lane heads (locking them, with Postgres,
-// so that other workers skip them).
+// so that other workers skip them). A lane's head is its first queued
+// item in (seq, id) order, when no item of the lane is sending. seq is 0
+// for every item (databases written by earlier versions hold larger ones
+// for resent items, which go last), so the head is the oldest: a resent
+// item keeps its original place.
 func (o *Outbox) pickSQL() string {
 	hint := ""
 	if !o.d.postgres {
@@ -353,8 +357,8 @@ func (o *Outbox) pickSQL() string {
 	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
-		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
-			AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
+		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND (j.state = 'sending'
+			OR (j.state = 'queued' AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))))
 		ORDER BY i.due_at, i.seq LIMIT ?`
 	if o.d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`
@@ -398,7 +402,7 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items
 	}
 	if p := o.cfg.resend; p.After > 0 {
 		why := fmt.Sprintf("resend policy: no status webhook within %v of an unknown outcome", p.After)
-		if err := sweep(StateQueued, why, `UPDATE outbox_items SET state = 'queued', seq = `+o.nextSeq()+`, resends = resends + 1,
+		if err := sweep(StateQueued, why, `UPDATE outbox_items SET state = 'queued', resends = resends + 1,
 			due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 			AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`,
 			nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
