@@ -29,7 +29,7 @@ func TestResendKeepsLanePlace(t *testing.T) {
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
 		meta.Script(cloudapitest.Failure{Status: 502})
 		bm := cloudapi.Text(recipient(2), "b")
-		bm.ExpiresAt = time.Now().Add(90 * time.Minute)
+		bm.ExpiresAt = time.Now().Add(66 * time.Minute) // the resend is due at about +61 min
 		b, err := o.Enqueue(t.Context(), from, bm)
 		if err != nil {
 			t.Fatal(err)
