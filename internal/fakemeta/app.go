@@ -267,41 +267,18 @@ func (a *app) serveFail(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// statusBody is Meta's "sent" status notification for an accepted message.
+// statusBody is Meta's "sent" status notification for an accepted message,
+// built by the fake itself so that both speak one webhook shape.
 func (a *app) statusBody(path string, rec record) []byte {
 	number := ""
 	if parts := strings.Split(strings.Trim(path, "/"), "/"); len(parts) == 3 {
 		number = parts[1]
 	}
-	type status struct {
-		ID           string `json:"id"`
-		Status       string `json:"status"`
-		Timestamp    string `json:"timestamp"`
-		RecipientID  string `json:"recipient_id,omitempty"`
-		UserID       string `json:"recipient_user_id,omitempty"`
-		CallbackData string `json:"biz_opaque_callback_data,omitempty"`
-	}
-	st := status{ID: rec.MessageID, Status: "sent", Timestamp: strconv.FormatInt(rec.At.Unix(), 10), CallbackData: rec.CallbackData}
-	if rec.BSUID {
-		st.UserID = rec.To
-	} else {
-		st.RecipientID = rec.To
-	}
-	body, _ := json.Marshal(map[string]any{
-		"object": "whatsapp_business_account",
-		"entry": []any{map[string]any{
-			"id": "WABA_ID",
-			"changes": []any{map[string]any{
-				"field": "messages",
-				"value": map[string]any{
-					"messaging_product": "whatsapp",
-					"metadata":          map[string]string{"display_phone_number": "15550000000", "phone_number_id": number},
-					"statuses":          []status{st},
-				},
-			}},
-		}},
+	return a.fake.StatusBody(cloudapitest.StatusUpdate{
+		Request: cloudapitest.Request{PhoneNumberID: number, To: rec.To, CallbackData: rec.CallbackData, MessageID: rec.MessageID},
+		Status:  "sent",
+		At:      rec.At,
 	})
-	return body
 }
 
 // deliver posts queued webhooks in order, one at a time.
