@@ -174,11 +174,18 @@ func (r *runner) run(ctx context.Context) error {
 	for err == nil && ctx.Err() == nil {
 		now := clk.Now()
 		var more bool
-		more, err = r.step(ctx, sendCtx, now)
+		more, err = r.step(ctx, dbCtx, sendCtx, now)
 		if err != nil || more {
 			continue
 		}
 		err = r.wait(ctx, now)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Asked to stop: a query cut short by the cancellation fails
+		// with the driver's own words ("interrupted", "transaction has
+		// already been committed or rolled back"). What it would have
+		// done is done by the next Run; report the stop.
+		err = nil
 	}
 	// Stop: let requests in flight finish, cancel them after the grace.
 	graceEnd := clk.Now().Add(o.cfg.stopGrace)
@@ -209,8 +216,10 @@ func (r *runner) run(ctx context.Context) error {
 
 // step sweeps, claims and starts sends, and records finished ones. It
 // reports whether it should run again at once (a full batch was claimed).
-func (r *runner) step(ctx, sendCtx context.Context, now time.Time) (bool, error) {
-	if err := r.drain(ctx, sendCtx); err != nil {
+// Outcomes are recorded under dbCtx, which a stop does not cancel: a send
+// that ended is recorded as what it was, not left to become unknown.
+func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool, error) {
+	if err := r.drain(dbCtx, sendCtx); err != nil {
 		return false, err
 	}
 	if len(r.inflight) > 0 && !now.Before(r.renewAt) {
