@@ -476,6 +476,12 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 	if sh.ops++; sh.ops%sweepEvery != 0 {
 		return
 	}
+	m.sweepStep(sh, tb, t)
+}
+
+// sweepStep is step's work on every sweepEvery-th call. Called with sh.mu
+// held.
+func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 	sh.now = max(sh.now, t)
 	m.sweep(sh, tb, sweepSlots)
 	if sh.ops%crossEvery == 0 {
@@ -616,7 +622,17 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 }
 
 func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
-	sh, hb := m.lock(from, to)
+	h := m.hash(from, to)
+	sh := &m.shards[h>>(64-shardBits)]
+	sh.mu.Lock()
+	return m.reserveLocked(sh, from, to, h<<shardBits, t, cost, maxWait)
+}
+
+// reserveLocked is reserveKeys after the lock, and the general path of
+// Limiter.ReserveN's hot path: a new pair, a Due kept in the side map, a
+// table other than the last used, a maximum wait. Called with sh.mu held;
+// it unlocks it.
+func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
 	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
 	old := State{Due: due, Top: s.w >> dueBits}
@@ -633,7 +649,7 @@ func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.D
 		if s.w&dueMask == 0 {
 			tb.wrote(st.Due) // a Due rises from nothing: the sweep must know
 		}
-		s.w = st.Top<<dueBits | d // the hot path: one word
+		s.w = st.Top<<dueBits | d
 	} else {
 		full := tb.state(s)
 		full.Due, full.Top = st.Due, st.Top
