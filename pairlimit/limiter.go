@@ -234,7 +234,7 @@ func (l *Limiter) Reserve(p Pair) Reservation {
 // the burst cap, n < 1, the zero pair, a store that failed) is not OK and
 // reserved nothing; its Err says why. With the default store ReserveN does
 // not allocate.
-func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
+func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 	m := l.mem
 	if !l.ready.Load() || m == nil || n < 1 || n > l.burstCap || p.from == 0 || p.to == 0 {
 		return l.reserve(context.Background(), t, p, n, InfDuration)
@@ -248,7 +248,9 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
 	h := m.hash(p.from, p.to)
 	sh := &m.shards[h>>(64-shardBits)]
 	hb := h << shardBits
-	sh.mu.Lock()
+	if !sh.mu.TryLock() {
+		return l.reserveWaiting(sh, p, n, hb, at, cost) // no call is left on the hot path
+	}
 	tb := &sh.own
 	if tb.from != p.from {
 		tb = sh.last
@@ -283,19 +285,30 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
 				break // the new Due does not fit the slot
 			}
 			id := m.nextID(sh)
+			s.w = id<<dueBits | off
+			// The result is written before any call (the sweep, a woken
+			// waiter), so that nothing else must live across them.
+			r = Reservation{lim: l, pair: p, ok: true, n: n,
+				tk: Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
 			if d == 0 {
 				tb.wrote(end) // a Due rises from nothing: the sweep must know
 			}
-			s.w = id<<dueBits | off
 			if sh.ops++; sh.ops%sweepEvery == 0 {
 				m.sweepStep(sh, tb, at)
 			}
 			sh.mu.Unlock()
-			return Reservation{lim: l, pair: p, ok: true, n: n,
-				tk: Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
+			return r
 		}
 	}
 	tk, _ := m.reserveLocked(sh, p.from, p.to, hb, at, cost, InfDuration)
+	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
+}
+
+// reserveWaiting is ReserveN's hot path when the shard's lock is taken:
+// it waits for the lock and takes the general path.
+func (l *Limiter) reserveWaiting(sh *memShard, p Pair, n int, hb uint64, at int64, cost time.Duration) Reservation {
+	sh.mu.Lock()
+	tk, _ := l.mem.reserveLocked(sh, p.from, p.to, hb, at, cost, InfDuration)
 	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 }
 
