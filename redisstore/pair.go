@@ -44,24 +44,25 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
 	}
-	sec, nsec := secNs(t.UnixNano())
-	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg(t))
+	tn := max(t.UnixNano(), 0)
+	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), tn/1e9, tn%1e9, int64(max(cost, 0)), wait, keepArg(t))
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
+	// {status, act, id, prevTop, prevDue}, instants as offsets from tn
 	a := replyArray(v)
-	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
-	tk := pairlimit.Ticket{Act: base + replyInt(a, 3)}
-	if replyInt(a, 0) != 1 {
+	status := replyInt(a, 0)
+	tk := pairlimit.Ticket{Act: tn + replyInt(a, 1)}
+	if status&1 == 0 {
 		return tk, false, nil
 	}
-	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
+	tk.ID, tk.PrevTop = replyUint(a, 2), replyUint(a, 3)
 	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
-	if replyInt(a, 6) == 1 {
-		tk.PrevDue = base + replyInt(a, 7)
+	if status&2 != 0 {
+		tk.PrevDue = tn + replyInt(a, 4)
 	}
 	return tk, true, nil
 }

@@ -11,58 +11,62 @@ import "github.com/redis/go-redis/v9"
 // set, 2: h is set; unset means zero). Offsets keep the scripts in plain
 // Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
 // to the instant of any call more than a day from it). IDs are the caller's instant in
-// microseconds, or hw + 1 if that is not higher; Cancel also checks
-// Ticket.End, as pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT writes it
-// with its expiry.
+// microseconds, or hw + 1 if that is not higher (below 2^53 until the year
+// 2255, so exact as doubles); Cancel also checks Ticket.End, as
+// pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT
+// writes it with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
-// back as offsets from the base, which the Go side adds exactly.
+// back as offsets from the base, which the Go side adds exactly (Reserve's
+// come back as offsets from the caller's instant: after its rebase that
+// lies within a day of the base, so the difference is exact too).
+//
+// The scripts run once per decision, so they are written for Redis's CPU:
+// no closures, no number-to-string round trips, numbers passed to
+// redis.call as numbers (Redis formats an integral double as an integer).
 
-// pairPrelude loads the state and the caller's instant as offsets.
-const pairPrelude = `
-local E9 = 1000000000
+// pairLoad loads the state and the caller's instant as offsets.
+const pairLoad = `
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local struct = rawget(_G, 'struct') -- absent from miniredis
 local raw = redis.call('GET', key)
-local bs, bn, d, h, topn, hwn, f, m, flags
+local bs, bn, d, h, top, hw, f, m, fl
 if raw then
   if struct then
-    bs, bn, d, h, topn, hwn, f, m, flags = struct.unpack('<ddddddddd', raw)
+    bs, bn, d, h, top, hw, f, m, fl = struct.unpack('<ddddddddd', raw)
   else
     local a = {string.match(raw, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
     for i = 1, 9 do a[i] = tonumber(a[i]) end
-    bs, bn, d, h, topn, hwn, f, m, flags = unpack(a)
+    bs, bn, d, h, top, hw, f, m, fl = unpack(a)
   end
+  if fl % 2 < 1 then d = nil end
+  if fl % 4 < 2 then h = nil end
 else
-  bs, bn, d, h, topn, hwn, f, m, flags = tsec, tns, 0, 0, 0, 0, 0, 0, 0
+  bs, bn, top, hw, f, m = tsec, tns, 0, 0, 0, 0
 end
-if flags % 2 < 1 then d = nil end
-if flags % 4 < 2 then h = nil end
-local top, hw = string.format('%d', topn), string.format('%d', hwn)
-local t = (tsec - bs) * E9 + (tns - bn)
--- off converts an instant given as seconds and nanoseconds to an offset.
-local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state, to expire at max(Due, Hold + memory) + |keep|:
--- for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
--- the server's), for keep < 0 that long after now (SET PX: simulated time).
-local function save(keep)
-  local fl = 0
-  if d then fl = fl + 1 end
-  if h then fl = fl + 2 end
-  local v
-  if struct then
-    v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, tonumber(top), tonumber(hw), f, m, fl)
-  else
-    v = string.format('%d %d %d %d %s %s %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
-  end
-  local u = d or t
-  if f > 0 and h then u = math.max(u, h + m) end
-  if keep >= 0 then
-    redis.call('SET', key, v, 'PXAT', string.format('%d', bs * 1000 + math.ceil((bn + u + keep) / 1000000)))
-  else
-    redis.call('SET', key, v, 'PX', string.format('%d', math.max(1, math.ceil((u - t - keep) / 1000000))))
-  end
+local t = (tsec - bs) * 1000000000 + (tns - bn)
+`
+
+// pairSave writes the state, to expire at max(Due, Hold + memory) + |keep|:
+// for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
+// the server's), for keep < 0 that long after now (SET PX: simulated time).
+// It reads keep and the state's variables.
+const pairSave = `
+local fl, v = 0
+if d then fl = 1 end
+if h then fl = fl + 2 end
+if struct then
+  v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
+else
+  v = string.format('%d %d %d %d %d %d %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
+end
+local u = d or t
+if f > 0 and h and h + m > u then u = h + m end
+if keep >= 0 then
+  redis.call('SET', key, v, 'PXAT', bs * 1000 + math.ceil((bn + u + keep) / 1000000))
+else
+  redis.call('SET', key, v, 'PX', math.max(1, math.ceil((u - t - keep) / 1000000)))
 end
 `
 
@@ -72,7 +76,7 @@ end
 // whose refunds pass 1970, Accept and the read-only scripts keep the
 // stored base.)
 const pairRebase = `
-if t > 86400 * E9 or t < -86400 * E9 then
+if t > 86400000000000 or t < -86400000000000 then
   if d then d = d - t end
   if h then h = h - t end
   bs, bn, t = tsec, tns, 0
@@ -80,55 +84,56 @@ end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep (see save). Returns {ok, bs, bn, act, id, prevTop,
-// has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
-// integers (exact: below 2^53).
-const pairReserveLua = pairPrelude + pairRebase + `
-local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+// maxWait (-1: none), keep (see pairSave). Returns {status, act, id,
+// prevTop, prevDue}: status 1 for reserved, plus 2 when there was a Due;
+// act and prevDue as offsets from t. A refusal returns {0, act}.
+const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
-local hasPrev, prevDue, prevTop = 0, 0, topn
-if d then hasPrev, prevDue = 1, d end
-if maxWait >= 0 and act - t > maxWait then
-  return {0, bs, bn, act, 0, prevTop, hasPrev, prevDue}
-end
-d = act + cost
-local id = math.max(tsec * 1000000 + math.floor(tns / 1000), hwn + 1)
-top, hw = string.format('%d', id), string.format('%d', id)
-save(keep)
-return {1, bs, bn, act, id, prevTop, hasPrev, prevDue}
+local maxWait = tonumber(ARGV[4])
+if maxWait >= 0 and act - t > maxWait then return {0, act - t} end
+local status, prevDue, prevTop = 1, 0, top
+if d then status, prevDue = 3, d - t end
+d = act + tonumber(ARGV[3])
+local id = tsec * 1000000 + math.floor(tns / 1000)
+if id <= hw then id = hw + 1 end
+top, hw = id, id
+local keep = tonumber(ARGV[5])
+` + pairSave + `
+return {status, act - t, id, prevTop, prevDue}
 `
 
 // pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
 // ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
-const pairNextLua = pairPrelude + `
-if not raw or not d or d < t then return {} end
-return {bs, bn, string.format('%d', d)}
+const pairNextLua = pairLoad + `
+if not d or d < t then return {} end
+return {bs, bn, d}
 `
 
 // pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
 // Returns 1 when it gave back.
-const pairCancelLua = pairPrelude + `
+const pairCancelLua = pairLoad + `
 if not raw then return 0 end
-local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
-local want = off(ARGV[10], ARGV[11])
+local keep, id = tonumber(ARGV[3]), tonumber(ARGV[4])
+local e = (tonumber(ARGV[8]) - bs) * 1000000000 + (tonumber(ARGV[9]) - bn)
+if id == 0 or top ~= id or t > e then return 0 end
+local want = (tonumber(ARGV[10]) - bs) * 1000000000 + (tonumber(ARGV[11]) - bn)
 if h and h > want then want = h end
 if not d or d ~= want then return 0 end
 local pd = nil
-if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
+if ARGV[6] ~= "z" then pd = (tonumber(ARGV[6]) - bs) * 1000000000 + (tonumber(ARGV[7]) - bn) end
 if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
-top = prevTop
+top = tonumber(ARGV[5])
 -- expire relative to the later of t and the act: a refund passes t = 1970
-t = math.max(t, off(ARGV[8], ARGV[9]))
-save(keep)
+if e > t then t = e end
+` + pairSave + `
 return 1
 `
 
 // pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
 // memory, then the holds. Returns the hold in ns.
-const pairRefuseLua = pairPrelude + pairRebase + `
+const pairRefuseLua = pairLoad + pairRebase + `
 local keep = tonumber(ARGV[3])
 m = tonumber(ARGV[4])
 local hold = 0
@@ -137,28 +142,28 @@ if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) e
 h = math.max(h or t + hold, t + hold)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
-save(keep)
+` + pairSave + `
 return hold
 `
 
 // pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
 // t (sec, ns), keep.
-const pairAcceptLua = pairPrelude + `
-if raw and f > 0 then
-  f = 0
-  save(tonumber(ARGV[3]))
-end
+const pairAcceptLua = pairLoad + `
+if not raw or f == 0 then return 1 end
+f = 0
+local keep = tonumber(ARGV[3])
+` + pairSave + `
 return 1
 `
 
 // pairStateLua reads the whole state, for tests: {bs, bn, d, h, f, top},
 // "z" for an unset instant.
-const pairStateLua = pairPrelude + `
+const pairStateLua = pairLoad + `
 if not raw then return {"0", "0", "z", "z", "0", "0"} end
 local ds, hs = "z", "z"
 if d then ds = string.format('%d', d) end
 if h then hs = string.format('%d', h) end
-return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), top}
+return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), string.format('%d', top)}
 `
 
 // Bucket state, one hash per key, holding throughput.BucketState as
