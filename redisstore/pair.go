@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -11,18 +13,14 @@ import (
 
 var _ pairlimit.Store = (*Store)(nil)
 
-// pairKeys are the pair's key, in its number's hash slot:
+// pairKey is the pair's key, in its number's hash slot:
 // prefix{from}:p:to.
-func (s *Store) pairKeys(p pairlimit.Pair) []string {
-	from, to := p.From(), p.To()
-	b := make([]byte, 0, len(s.prefix)+len(from)+len(to)+5)
-	b = append(b, s.prefix...)
-	b = append(b, '{')
-	b = append(b, from...)
-	b = append(b, "}:p:"...)
-	b = append(b, to...)
-	return []string{string(b)}
+func (s *Store) pairKey(p pairlimit.Pair) string {
+	return s.prefix + "{" + p.From() + "}:p:" + p.To()
 }
+
+// pairKeys is pairKey as the keys of a script.
+func (s *Store) pairKeys(p pairlimit.Pair) []string { return []string{s.pairKey(p)} }
 
 func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
 
@@ -45,26 +43,59 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		wait = int64(max(maxWait, 0))
 	}
 	tn := max(t.UnixNano(), 0)
-	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), tn/1e9, tn%1e9, int64(max(cost, 0)), wait, keepArg(t))
+	v, err := s.runKey(ctx, "pair reserve", pairReserveHot,
+		[]any{3: s.pairKey(p), 4: tn / 1e9, 5: tn % 1e9, 6: int64(max(cost, 0)), 7: wait, 8: keepArg(t)})
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
-	// {status, act, id, prevTop, prevDue}, instants as offsets from tn
-	a := replyArray(v)
-	status := replyInt(a, 0)
-	tk := pairlimit.Ticket{Act: tn + replyInt(a, 1)}
-	if status&1 == 0 {
+	// status, act, id, prevTop, prevDue; instants as offsets from tn
+	r, ok := reserveReply(v)
+	if !ok {
+		return pairlimit.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
+	}
+	tk := pairlimit.Ticket{Act: tn + r[1]}
+	if r[0]&1 == 0 {
 		return tk, false, nil
 	}
-	tk.ID, tk.PrevTop = replyUint(a, 2), replyUint(a, 3)
+	tk.ID, tk.PrevTop = uint64(r[2]), uint64(r[3])
 	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
-	if status&2 != 0 {
-		tk.PrevDue = tn + replyInt(a, 4)
+	if r[0]&2 != 0 {
+		tk.PrevDue = tn + r[4]
 	}
 	return tk, true, nil
+}
+
+var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
+
+// errReply reports a script answer of the wrong shape (a key written by
+// something else, or a script of another version).
+var errReply = errors.New("unexpected script reply")
+
+// reserveReply decodes pairReserveLua's five integers: five little-endian
+// doubles in one string, or an array (miniredis).
+func reserveReply(v any) (r [5]int64, ok bool) {
+	switch x := v.(type) {
+	case string:
+		if len(x) != 40 {
+			return r, false
+		}
+		for i := range r {
+			r[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(x[8*i : 8*i+8]))))
+		}
+		return r, true
+	case []any:
+		if len(x) != 5 {
+			return r, false
+		}
+		for i := range r {
+			r[i] = replyInt(x, i)
+		}
+		return r, true
+	}
+	return r, false
 }
 
 // Arguments boxed once.
@@ -88,7 +119,7 @@ func keepArg(t time.Time) any {
 // Next implements [pairlimit.Store]: max(t, Due), reading only.
 func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
 	sec, nsec := secNs(t.UnixNano())
-	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p)[:1], sec, nsec)
+	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p), sec, nsec)
 	if s.fallback(err) {
 		return s.local.Next(ctx, p, t)
 	}
@@ -119,7 +150,7 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	}
 	as, an := secNs(tk.Act)
 	es, en := secNs(tk.End)
-	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
+	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p), sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
 	if err != nil {
 		return false, err
@@ -135,7 +166,7 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 	for _, h := range holds {
 		args = append(args, ns(h))
 	}
-	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p)[:1], args...)
+	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p), args...)
 	if s.fallback(err) {
 		return s.local.Refuse(ctx, p, t, holds, memory)
 	}
@@ -149,7 +180,7 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 // Accept implements [pairlimit.Store]: State.Accept in one script.
 func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
 	sec, nsec := secNs(t.UnixNano())
-	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, keepArg(t))
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p), sec, nsec, keepArg(t))
 	if s.local != nil {
 		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
 		if errors.Is(err, ErrUnavailable) {
@@ -161,7 +192,7 @@ func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error
 
 // pairStateOf reads p's whole state (for tests).
 func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
-	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1], 0, 0)
+	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p), 0, 0)
 	if err != nil {
 		return pairlimit.State{}, err
 	}

@@ -84,14 +84,20 @@ end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep (see pairSave). Returns {status, act, id,
-// prevTop, prevDue}: status 1 for reserved, plus 2 when there was a Due;
-// act and prevDue as offsets from t. A refusal returns {0, act}.
+// maxWait (-1: none), keep (see pairSave). Returns status, act, id,
+// prevTop, prevDue: status 1 for reserved, plus 2 when there was a Due;
+// act and prevDue as offsets from t; all integers. They come packed as
+// five little-endian doubles in one string (Redis builds and go-redis reads
+// one bulk string for less than an array of integers), or as an array
+// where the struct library is missing.
 const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
 local maxWait = tonumber(ARGV[4])
-if maxWait >= 0 and act - t > maxWait then return {0, act - t} end
+if maxWait >= 0 and act - t > maxWait then
+  if struct then return struct.pack('<ddddd', 0, act - t, 0, 0, 0) end
+  return {0, act - t, 0, 0, 0}
+end
 local status, prevDue, prevTop = 1, 0, top
 if d then status, prevDue = 3, d - t end
 d = act + tonumber(ARGV[3])
@@ -100,6 +106,7 @@ if id <= hw then id = hw + 1 end
 top, hw = id, id
 local keep = tonumber(ARGV[5])
 ` + pairSave + `
+if struct then return struct.pack('<ddddd', status, act - t, id, prevTop, prevDue) end
 return {status, act - t, id, prevTop, prevDue}
 `
 
