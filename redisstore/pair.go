@@ -109,11 +109,14 @@ var (
 // the state's own instant plus keep when t is within an hour of this
 // host's clock (and so of Redis's), else keep after the state's time from
 // now on Redis's clock (simulated time).
-func keepArg(t time.Time) any {
+func keepArg(t time.Time) any { return keepFor(t, keepAbs, keepRel) }
+
+// keepFor is abs when t is within an hour of this host's clock, else rel.
+func keepFor(t time.Time, abs, rel any) any {
 	if d := time.Since(t); d < time.Hour && d > -time.Hour {
-		return keepAbs
+		return abs
 	}
-	return keepRel
+	return rel
 }
 
 // Next implements [pairlimit.Store]: max(t, Due), reading only.

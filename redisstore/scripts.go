@@ -25,6 +25,15 @@ import "github.com/redis/go-redis/v9"
 // no closures, no number-to-string round trips, numbers passed to
 // redis.call as numbers (Redis formats an integral double as an integer).
 
+// newID is the next ID of a key whose highest yet is hw: the caller's
+// instant in microseconds when that is higher, else hw + 1. Instants after
+// 2255 (2^53 µs), which a double cannot count in microseconds, take hw + 1,
+// so that IDs stay exact and increasing.
+const newID = `
+local id = tsec * 1000000 + math.floor(tns / 1000)
+if id <= hw or id >= 9007199254740992 then id = hw + 1 end
+`
+
 // pairLoad loads the state and the caller's instant as offsets.
 const pairLoad = `
 local key = KEYS[1]
@@ -101,8 +110,7 @@ end
 local status, prevDue, prevTop = 1, 0, top
 if d then status, prevDue = 3, d - t end
 d = act + tonumber(ARGV[3])
-local id = tsec * 1000000 + math.floor(tns / 1000)
-if id <= hw then id = hw + 1 end
+` + newID + `
 top, hw = id, id
 local keep = tonumber(ARGV[5])
 ` + pairSave + `
@@ -176,49 +184,53 @@ return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format(
 // Bucket state, one hash per key, holding throughput.BucketState as
 // offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
 // Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
-// highest ID handed out, iv = Interval (absent: zero).
+// highest ID handed out, iv = Interval (absent: zero). IDs are Redis's
+// clock in microseconds, or hw + 1 if that is not higher. The expiry is
+// decided as a pair's (the caller tells whether its instant is near the
+// real clock), so a reservation makes four calls (HMGET, TIME, HSET,
+// PEXPIREAT) and a cancel or a hold three, instead of five and four.
 
-const bucketPrelude = `
-local E9 = 1000000000
+const bucketLoad = `
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw', 'iv')
 local bs, bn = tonumber(st[1]), tonumber(st[2])
-if not bs then bs, bn = tsec, tns end
-local t = (tsec - bs) * E9 + (tns - bn)
-local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), st[5] or "0", st[6] or "0"
+local found = bs ~= nil
+if not found then bs, bn = tsec, tns end
+local t = (tsec - bs) * 1000000000 + (tns - bn)
+local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), tonumber(st[5]) or 0, tonumber(st[6]) or 0
 local iv = tonumber(st[7])
-local hadTat = st[3] ~= false
-local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state and expires the key at max(TAT, Hold) + keep.
-local function save(keep)
-  if hadTat and not tat then redis.call('HDEL', key, 'tat') end
-  local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
-  if tat then fields[9] = 'tat'; fields[10] = string.format('%d', tat) end
-  if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = string.format('%d', hold) end
-  if iv then fields[#fields + 1] = 'iv'; fields[#fields + 1] = string.format('%d', iv) end
-  redis.call('HSET', key, unpack(fields))
-  local u = math.max(tat or t, hold or t)
-  local tm = redis.call('TIME')
-  local sec = tonumber(tm[1])
-  local ms
-  if math.abs(tsec - sec) > 3600 then
-    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
-  else
-    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
-  end
-  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
-  return tm
+local hadTat = tat ~= nil
+`
+
+// bucketSave writes the state and expires the key keep after max(TAT,
+// Hold): for keep >= 0 at that instant (PEXPIREAT: the caller's clock is
+// close to the server's), for keep < 0 that long after now (PEXPIRE:
+// simulated time), as a pair's. It reads keep and the state's variables.
+const bucketSave = `
+if hadTat and not tat then redis.call('HDEL', key, 'tat') end
+local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
+if tat then fields[#fields + 1] = 'tat'; fields[#fields + 1] = tat end
+if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = hold end
+if iv then fields[#fields + 1] = 'iv'; fields[#fields + 1] = iv end
+redis.call('HSET', key, unpack(fields))
+local u, uh = tat or t, hold or t
+if uh > u then u = uh end
+if keep >= 0 then
+  redis.call('PEXPIREAT', key, bs * 1000 + math.ceil((bn + u + keep) / 1000000))
+else
+  redis.call('PEXPIRE', key, math.ceil((u - t - keep) / 1000000))
 end
 `
 
 // bucketReserveLua is throughput.Store.Reserve. ARGV: t (sec, ns), n,
-// interval, burst, maxWait (-1: none), keep. Returns {ok, bs, bn, act, id,
-// prevTop, prevTAT or "z"}, instants as offsets from (bs, bn).
-const bucketReserveLua = bucketPrelude + `
+// interval, burst, maxWait (-1: none), keep (see bucketSave). Returns {ok,
+// bs, bn, act, id, prevTop, prevTAT or "z"}, instants as offsets from (bs,
+// bn).
+const bucketReserveLua = bucketLoad + `
 local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
-if t > 86400 * E9 or t < -86400 * E9 then
+if t > 86400000000000 or t < -86400000000000 then
   -- move the base to t: offsets past 2^53 ns (104 days) lose nanoseconds
   if tat then tat = tat - t end
   if hold then hold = hold - t end
@@ -234,38 +246,38 @@ local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
 local prevTat, prevTop = "z", top
-if tat then prevTat = string.format('%d', tat) end
+if tat then prevTat = tat end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
-  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
+  return {0, bs, bn, act, 0, prevTop, prevTat}
 end
 tat = base + n * interval
 iv = interval
 local tm = redis.call('TIME')
-top = string.format('%d', math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), tonumber(hw) + 1))
-hw = top
-save(keep)
-return {1, bs, bn, string.format('%d', act), top, prevTop, prevTat}
+local id = math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), hw + 1)
+top, hw = id, id
+` + bucketSave + `
+return {1, bs, bn, act, top, prevTop, prevTat}
 `
 
 // bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
-const bucketCancelLua = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-` + bucketPrelude + `
-local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
-if ARGV[6] == "z" then tat = nil else tat = off(ARGV[6], ARGV[7]) end
-top = prevTop
-save(keep)
+const bucketCancelLua = bucketLoad + `
+if not found then return 0 end
+local keep, id = tonumber(ARGV[3]), tonumber(ARGV[4])
+if id == 0 or top ~= id or t > (tonumber(ARGV[8]) - bs) * 1000000000 + (tonumber(ARGV[9]) - bn) then return 0 end
+if ARGV[6] == "z" then tat = nil else tat = (tonumber(ARGV[6]) - bs) * 1000000000 + (tonumber(ARGV[7]) - bn) end
+top = tonumber(ARGV[5])
+` + bucketSave + `
 return 1
 `
 
 // bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
 // Returns {bs, bn, hold}.
-const bucketHoldLua = bucketPrelude + `
+const bucketHoldLua = bucketLoad + `
 hold = math.max(hold or t, t)
-save(tonumber(ARGV[3]))
-return {bs, bn, string.format('%d', hold)}
+local keep = tonumber(ARGV[3])
+` + bucketSave + `
+return {bs, bn, hold}
 `
 
 // Tier state: KEYS[1] a sorted set of recipient keys scored by the offset
