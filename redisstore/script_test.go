@@ -37,3 +37,23 @@ func TestDecidesAfterScriptFlush(t *testing.T) {
 		t.Errorf("third reservation: ok %v, acts at %v after %v: %v", r.OK(), r.TimeToAct(), acts[1], r.Err())
 	}
 }
+
+// Reservations asked after 2255, where microseconds no longer fit a
+// double's 53 bits, still get distinct IDs (each one above the last).
+func TestPairIDsStayDistinctAfter2255(t *testing.T) {
+	rdb := redistest.Client(t)
+	st := redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t)))
+	p, _ := pairlimit.NewPair("106540352242922", "237690000001")
+	at := time.Date(2260, 1, 1, 0, 0, 0, 0, time.UTC)
+	var last uint64
+	for i := range 3 {
+		tk, ok, err := st.Reserve(t.Context(), p, at, time.Second, pairlimit.InfDuration)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if tk.ID <= last {
+			t.Fatalf("reservation %d: ID %d, not above %d", i, tk.ID, last)
+		}
+		last = tk.ID
+	}
+}
