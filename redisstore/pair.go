@@ -51,21 +51,11 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
-	// status, act, id, prevTop, prevDue; instants as offsets from tn
-	r, ok := reserveReply(v)
-	if !ok {
+	tk, ok, shape := reserveFrom(v, tn, cost, maxWait)
+	if !shape {
 		return pairlimit.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
 	}
-	tk := pairlimit.Ticket{Act: tn + r[1]}
-	if r[0]&1 == 0 {
-		return tk, false, nil
-	}
-	tk.ID, tk.PrevTop = uint64(r[2]), uint64(r[3])
-	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
-	if r[0]&2 != 0 {
-		tk.PrevDue = tn + r[4]
-	}
-	return tk, true, nil
+	return tk, ok, nil
 }
 
 var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
@@ -74,28 +64,55 @@ var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
 // something else, or a script of another version).
 var errReply = errors.New("unexpected script reply")
 
-// reserveReply decodes pairReserveLua's five integers: five little-endian
-// doubles in one string, or an array (miniredis).
-func reserveReply(v any) (r [5]int64, ok bool) {
+// reserveFrom turns pairReserveLua's answer v to a call at tn into the
+// reservation and whether it was made. From the pair's state as the script
+// found it, it decides as the script did: pairlimit.State.Reserve, with
+// the ID rule of newID and the maxWait test. From the script's own five
+// integers (miniredis) it reads them. shape reports whether v was either.
+func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
 	switch x := v.(type) {
 	case string:
-		if len(x) != 40 {
-			return r, false
+		var st pairlimit.State
+		var hw uint64
+		switch len(x) {
+		case 0: // no state
+		case 72:
+			f := func(i int) float64 {
+				return math.Float64frombits(binary.LittleEndian.Uint64([]byte(x[8*i : 8*i+8])))
+			}
+			if uint64(f(8))&1 != 0 {
+				st.Due = int64(f(0))*1e9 + int64(f(1)) + int64(f(2))
+			}
+			st.Top, hw = uint64(f(4)), uint64(f(5))
+		default:
+			return tk, false, false
 		}
-		for i := range r {
-			r[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(x[8*i : 8*i+8]))))
+		if act := st.Next(tn); maxWait < pairlimit.InfDuration && act-tn > int64(max(maxWait, 0)) {
+			return pairlimit.Ticket{Act: act}, false, true
 		}
-		return r, true
+		id := uint64(tn / 1000)
+		if id <= hw || id >= 1<<53 {
+			id = hw + 1
+		}
+		_, tk = st.Reserve(tn, cost, id)
+		return tk, true, true
 	case []any:
 		if len(x) != 5 {
-			return r, false
+			return tk, false, false
 		}
-		for i := range r {
-			r[i] = replyInt(x, i)
+		r := func(i int) int64 { return replyInt(x, i) }
+		tk.Act = tn + r(1)
+		if r(0)&1 == 0 {
+			return tk, false, true
 		}
-		return r, true
+		tk.ID, tk.PrevTop = uint64(r(2)), uint64(r(3))
+		tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
+		if r(0)&2 != 0 {
+			tk.PrevDue = tn + r(4)
+		}
+		return tk, true, true
 	}
-	return r, false
+	return tk, false, false
 }
 
 // Arguments boxed once.

@@ -93,18 +93,19 @@ end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep (see pairSave). Returns status, act, id,
-// prevTop, prevDue: status 1 for reserved, plus 2 when there was a Due;
-// act and prevDue as offsets from t; all integers. They come packed as
-// five little-endian doubles in one string (Redis builds and go-redis reads
-// one bulk string for less than an array of integers), or as an array
-// where the struct library is missing.
+// maxWait (-1: none), keep (see pairSave). It returns the pair's state as
+// it found it (the packed string, empty for none), from which the Go side
+// derives the reservation as the script decided it (reserveFrom): Redis
+// answers with a string it already holds instead of building one. Where
+// the struct library is missing it returns {status, act, id, prevTop,
+// prevDue}: status 1 for reserved, plus 2 when there was a Due; act and
+// prevDue as offsets from t.
 const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
 local maxWait = tonumber(ARGV[4])
 if maxWait >= 0 and act - t > maxWait then
-  if struct then return struct.pack('<ddddd', 0, act - t, 0, 0, 0) end
+  if struct then return raw or '' end
   return {0, act - t, 0, 0, 0}
 end
 local status, prevDue, prevTop = 1, 0, top
@@ -114,7 +115,7 @@ d = act + tonumber(ARGV[3])
 top, hw = id, id
 local keep = tonumber(ARGV[5])
 ` + pairSave + `
-if struct then return struct.pack('<ddddd', status, act - t, id, prevTop, prevDue) end
+if struct then return raw or '' end
 return {status, act - t, id, prevTop, prevDue}
 `
 
