@@ -83,7 +83,7 @@ func benchOps(b *testing.B) (wapace, redisRate func(int) error, rdb *redis.Clien
 // script call (INFO commandstats, EVALSHA and EVAL). Run with -benchtime 1x.
 func BenchmarkDecisionInterleaved(b *testing.B) {
 	wapace, redisRate, rdb := benchOps(b)
-	const rounds, block = 7, 3000
+	const rounds, block = 15, 3000
 	for _, inflight := range []int{1, 64} {
 		var ws, rs []blockResult
 		for range rounds {
