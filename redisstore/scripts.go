@@ -292,12 +292,13 @@ local E9 = 1000000000
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
 local es, en = tonumber(ep[1]), tonumber(ep[2])
-local function tierExpire(window, keep)
+-- tierExpire expires both keys keep after the newest count leaves the
+-- window; tm is Redis's TIME, read once by the claim.
+local function tierExpire(window, keep, tm)
   local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   if not top[2] then return end
   local u = tonumber(top[2]) + window
   local t = (tsec - es) * E9 + (tns - en)
-  local tm = redis.call('TIME')
   local sec = tonumber(tm[1])
   local ms
   if math.abs(tsec - sec) > 3600 then
@@ -346,7 +347,7 @@ local cur = redis.call('ZSCORE', KEYS[1], to)
 if cur and tonumber(cur) > from then
   local at = math.max(tonumber(cur), t)
   if at ~= tonumber(cur) then redis.call('ZADD', KEYS[1], string.format('%d', at), to) end
-  tierExpire(window, keep)
+  tierExpire(window, keep, tm)
   return {1, es, en, string.format('%d', at), 0}
 end
 if limit > 0 then
@@ -355,7 +356,7 @@ if limit > 0 then
   local n = redis.call('ZCOUNT', KEYS[1], f, '+inf')
   if n < limit then
     redis.call('ZADD', KEYS[1], string.format('%d', t), to)
-    tierExpire(window, keep)
+    tierExpire(window, keep, tm)
     return {1, es, en, string.format('%d', t), 1}
   end
   local old = redis.call('ZRANGEBYSCORE', KEYS[1], f, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
