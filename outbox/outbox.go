@@ -214,6 +214,7 @@ CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHER
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
 CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
+CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
 	ikey   TEXT NOT NULL,
@@ -266,6 +267,7 @@ CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHER
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
 CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
+CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     BIGSERIAL PRIMARY KEY,
 	ikey   TEXT NOT NULL,
