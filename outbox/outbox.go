@@ -36,6 +36,8 @@ type Outbox struct {
 	mu     sync.Mutex // protects closed
 	closed bool
 
+	group group // concurrent Enqueue calls share transactions
+
 	liveMu sync.Mutex // protects live
 	live   liveCount
 
