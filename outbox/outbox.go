@@ -71,6 +71,11 @@ func parseDSN(s string) (dsn, error) {
 		v.Add("_pragma", "synchronous(NORMAL)")
 		v.Add("_pragma", "busy_timeout(10000)")
 		v.Add("_pragma", "foreign_keys(ON)")
+		// Statement journals (a statement's undo, in a transaction of
+		// several) in memory: on disk they cost a temporary file's writes
+		// for every statement touching more than 64 KiB (a shared
+		// Enqueue batch, a batch of outcomes).
+		v.Add("_pragma", "temp_store(MEMORY)")
 		v.Set("_txlock", "immediate")
 		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
