@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -106,23 +107,38 @@ func (o *Outbox) leadBatch() {
 	}
 	g.mu.Unlock()
 
-	if o.storeBatch(batch) {
+	finished := false
+	defer func() {
+		if !finished {
+			// storeBatch panicked: the calls waiting must not wait for
+			// ever, nor take a zero ticket for a stored item.
+			for _, c := range batch {
+				c.t, c.evs, c.err, c.solo = Ticket{}, nil, errBatchAborted, false
+			}
+		}
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			next := g.queue[0]
+			next.handed = true
+			next.wake <- true
+		} else {
+			g.leading = false
+		}
+		g.mu.Unlock()
+		for _, c := range batch[1:] {
+			c.wake <- false
+		}
+	}()
+	committed := o.storeBatch(batch)
+	finished = true
+	if committed {
 		o.poke()
 	}
-
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		next := g.queue[0]
-		next.handed = true
-		next.wake <- true
-	} else {
-		g.leading = false
-	}
-	g.mu.Unlock()
-	for _, c := range batch[1:] {
-		c.wake <- false
-	}
 }
+
+// errBatchAborted is the error of the calls of a batch whose leader
+// panicked (nothing of the batch was committed).
+var errBatchAborted = errors.New("outbox: enqueue: the shared transaction was abandoned")
 
 // storeBatch stores batch in one transaction and sets each call's
 // result. It reports whether it committed anything.
