@@ -235,10 +235,11 @@ func (l *Limiter) Reserve(p Pair) Reservation {
 // reserved nothing; its Err says why. With the default store ReserveN does
 // not allocate.
 func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
-	m := l.mem
-	if !l.ready.Load() || m == nil || n < 1 || n > l.burstCap || p.from == 0 || p.to == 0 {
+	// ready first: the fields it publishes are read only after it.
+	if !l.ready.Load() || l.mem == nil || n < 1 || n > l.burstCap || p.from == 0 || p.to == 0 {
 		return l.reserve(context.Background(), t, p, n, InfDuration)
 	}
+	m := l.mem
 	// The hot path, the built-in store's Reserve written out here so that
 	// a call costs one function call: a pair held in the shard's table of
 	// its number (first or last used), whose Due fits its slot before and
