@@ -136,7 +136,25 @@ func (c Claim) Release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if at, ok := t.last.get(c.tk.To); ok && at == c.tk.At {
-		t.last.del(c.tk.To) // its queue entry is now stale
+		t.last.del(c.tk.To)
+		t.unqueue(tierEntry{c.tk.To, c.tk.At})
+	}
+}
+
+// unqueue removes admission e from the queue. Left there, stale, it would
+// look current again when its recipient is admitted anew at the same
+// instant, and a decision at a future instant would count the recipient
+// as expired twice. e is found from the tail, where a give-back usually
+// finds its admission: the cost is the admissions made since. Called with
+// t.mu held.
+func (t *Tier) unqueue(e tierEntry) {
+	for i := len(t.queue) - 1; i >= t.head; i-- {
+		if t.queue[i] == e {
+			n := copy(t.queue[i:], t.queue[i+1:])
+			t.queue[i+n] = tierEntry{}
+			t.queue = t.queue[:i+n]
+			return
+		}
 	}
 }
 

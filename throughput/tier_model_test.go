@@ -2,6 +2,7 @@ package throughput
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
 func (t *refTier) release(tk TierTicket) {
 	if at, ok := t.last[tk.To]; ok && at == tk.At {
 		delete(t.last, tk.To)
+		// The give-back takes its admission out of the queue.
+		i := slices.Index(t.queue[t.head:], tierEntry{tk.To, tk.At}) + t.head
+		t.queue = slices.Delete(t.queue, i, i+1)
 	}
 }
 
