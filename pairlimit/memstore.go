@@ -375,8 +375,10 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 	return min(sh.now, m.clockNow())
 }
 
-// rebuild rehashes tb without its expired states, sized so that need
-// states fill 70 % of it, and moves its epoch to epochBack before now.
+// rebuild rehashes tb without its expired states, sized so that its
+// surviving states, plus the states need adds to the live count (get: one;
+// a sweep: none), fill 70 % of it, and moves its epoch to epochBack before
+// now.
 // Called with sh.mu held.
 func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
@@ -402,7 +404,7 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		}
 		states = append(states, st)
 	}
-	tb.resize(len(states) + need - int(tb.live))
+	tb.resize(len(states) + max(need-int(tb.live), 0)) // need counts the live states: 0 adds none
 	tb.epoch = epoch
 	k := 0
 	for i := range old {
@@ -439,7 +441,7 @@ func (m *MemoryStore) regrow(tb *pairTable, now int64, need int) {
 		}
 		live++
 	}
-	tb.resize(live + need - int(tb.live))
+	tb.resize(live + max(need-int(tb.live), 0))
 	for i := range old {
 		if s := old[i]; s.key != 0 {
 			tb.minDue = min(tb.minDue, tb.epoch+int64(s.w&dueMask))
