@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -254,8 +255,11 @@ func (t *Tier) current(e tierEntry) bool {
 	return ok && at == e.at
 }
 
-// push appends an admission, compacting the queue once stale entries
-// outnumber live ones. Called with t.mu held.
+// push adds an admission in time order (after those at the same
+// instant), compacting the queue once stale entries outnumber live ones.
+// An admission asked at an earlier instant than the latest goes before the
+// later ones, so that it expires 24 hours after its own instant: appended
+// behind them, it stayed counted until they expired. Called with t.mu held.
 func (t *Tier) push(to uint64, at int64) {
 	if len(t.queue)-t.head > 2*t.last.live+64 {
 		live := t.queue[:0]
@@ -267,7 +271,18 @@ func (t *Tier) push(to uint64, at int64) {
 		clear(t.queue[len(live):])
 		t.queue, t.head = live, 0
 	}
-	t.queue = append(t.queue, tierEntry{to, at})
+	if n := len(t.queue); n == t.head || t.queue[n-1].at <= at {
+		t.queue = append(t.queue, tierEntry{to, at}) // the usual case
+		return
+	}
+	live := t.queue[t.head:]
+	i, _ := slices.BinarySearchFunc(live, at, func(e tierEntry, at int64) int {
+		if e.at <= at {
+			return -1
+		}
+		return 1
+	})
+	t.queue = slices.Insert(t.queue, t.head+i, tierEntry{to, at})
 }
 
 // expireAt drops the recipients expired at the present (see [Tier]) and

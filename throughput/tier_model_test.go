@@ -14,7 +14,9 @@ import (
 // marked superseded admissions and its map dropped expired recipients
 // lazily (a map lookup per expiring recipient, in the queue's order): the
 // model the property test below holds the Tier to, quirks included (a count
-// expires when the queue's head passes it, in the order of the claims).
+// expires when the queue's head passes it). Its queue is kept in time order
+// (an admission at an earlier instant goes before later ones, after those at
+// the same instant), and a give-back takes its admission out.
 type refTier struct {
 	clock clock.Clock
 	limit int
@@ -38,7 +40,7 @@ func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
 	if prev, counted := t.last[key]; counted && prev > n-int64(TierWindow) {
 		if n > prev {
 			t.last[key] = n
-			t.queue = append(t.queue, tierEntry{key, n})
+			t.insert(tierEntry{key, n})
 		}
 		return TierTicket{To: key, At: max(prev, n)}, true, 0
 	}
@@ -49,8 +51,17 @@ func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
 		return TierTicket{}, false, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1)
 	}
 	t.last[key] = n
-	t.queue = append(t.queue, tierEntry{key, n})
+	t.insert(tierEntry{key, n})
 	return TierTicket{To: key, At: n, New: true}, true, 0
+}
+
+// insert puts e after every queued admission at or before its instant.
+func (t *refTier) insert(e tierEntry) {
+	i := len(t.queue)
+	for i > t.head && t.queue[i-1].at > e.at {
+		i--
+	}
+	t.queue = slices.Insert(t.queue, i, e)
 }
 
 func (t *refTier) release(tk TierTicket) {

@@ -46,3 +46,31 @@ func TestTierReleaseThenReclaimSameInstant(t *testing.T) {
 		t.Errorf("Count a day on = %d, want 2", got)
 	}
 }
+
+// TestTierPastClaimExpiresOnTime: a recipient admitted at an instant
+// earlier than one admitted before it (a send whose instant was read
+// before another's) counts until 24 hours after its own instant, not until
+// the later admission expires: a day and a second on, it no longer counts,
+// and its place is free for a new recipient. The queue kept admissions in
+// the order of the calls and expired them only when its head passed them,
+// so the earlier admission stayed counted behind the later one.
+func TestTierPastClaimExpiresOnTime(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_790_000_000, 0)
+	clk := &setClock{Clock: clock.NewMock(), now: t0.Add(10 * time.Hour)}
+	tier := NewTier(2, WithClock(clk))
+	if !tier.Claim(t0.Add(10*time.Hour), "237690000001").OK() {
+		t.Fatal("first claim refused")
+	}
+	if !tier.Claim(t0, "237690000002").OK() { // asked earlier, arrived later
+		t.Fatal("claim at an earlier instant refused")
+	}
+	later := t0.Add(TierWindow + time.Second)
+	clk.now = later
+	if got := tier.Count(later); got != 1 {
+		t.Errorf("Count a day and a second on = %d, want 1", got)
+	}
+	if c := tier.Claim(later, "237690000003"); !c.OK() {
+		t.Errorf("a second recipient refused (retry at %v) with one counted and a limit of 2", c.RetryAt())
+	}
+}
