@@ -1,6 +1,8 @@
 package throughput
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,5 +74,51 @@ func TestTierPastClaimExpiresOnTime(t *testing.T) {
 	}
 	if c := tier.Claim(later, "237690000003"); !c.OK() {
 		t.Errorf("a second recipient refused (retry at %v) with one counted and a limit of 2", c.RetryAt())
+	}
+}
+
+// TestTierConcurrentClaimsHoldTheLimit: 64 goroutines claim recipients
+// shared between them, and claim and give back recipients of their own, at
+// past, present and future instants; however the calls interleave, no more
+// recipients are counted than the limit, and Count agrees with the
+// admissions standing.
+func TestTierConcurrentClaimsHoldTheLimit(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_790_000_000, 0)
+	clk := &setClock{Clock: clock.NewMock(), now: t0}
+	const limit = 50
+	tier := NewTier(limit, WithClock(clk))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	standing := map[string]bool{}
+	for g := range 64 {
+		wg.Go(func() {
+			for i := range 40 {
+				to := fmt.Sprintf("2376900%05d", (g*40+i)%300) // shared
+				if i%4 == 3 {
+					to = fmt.Sprintf("2377%04d%04d", g, i) // its own: given back
+				}
+				at := t0.Add(time.Duration(i%5-2) * time.Second)
+				c := tier.Claim(at, to)
+				if !c.OK() {
+					if !c.RetryAt().After(at) {
+						t.Errorf("refusal at %v retries at %v", at, c.RetryAt())
+					}
+					continue
+				}
+				mu.Lock()
+				if i%4 == 3 {
+					c.Release()
+					delete(standing, to)
+				} else {
+					standing[to] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got := tier.Count(t0.Add(3 * time.Second)); got != len(standing) || got > limit {
+		t.Errorf("Count = %d, %d recipients standing, limit %d", got, len(standing), limit)
 	}
 }
