@@ -28,10 +28,13 @@ import "github.com/redis/go-redis/v9"
 // newID is the next ID of a key whose highest yet is hw: the caller's
 // instant in microseconds when that is higher, else hw + 1. Instants after
 // 2255 (2^53 µs), which a double cannot count in microseconds, take hw + 1,
-// so that IDs stay exact and increasing.
+// so that IDs stay exact; an ID that would reach 2^53, where hw + 1 rounds
+// back to hw, starts again from 1 (Cancel's Due check covers an ID that
+// came round again, as for the memory store's 16-bit IDs).
 const newID = `
 local id = tsec * 1000000 + math.floor(tns / 1000)
 if id <= hw or id >= 9007199254740992 then id = hw + 1 end
+if id >= 9007199254740992 then id = 1 end
 `
 
 // pairLoad loads the state and the caller's instant as offsets.
@@ -94,23 +97,27 @@ end
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
 // maxWait (-1: none), keep (see pairSave). It returns the pair's state as
-// it found it (the packed string, empty for none), from which the Go side
-// derives the reservation as the script decided it (reserveFrom): Redis
-// answers with a string it already holds instead of building one. Where
-// the struct library is missing it returns {status, act, id, prevTop,
-// prevDue}: status 1 for reserved, plus 2 when there was a Due; act and
-// prevDue as offsets from t.
+// it found it (the packed string, empty for none) when it reserved, and
+// that string in an array of one when it refused: the Go side takes the
+// decision from the shape and derives the reservation by the script's own
+// arithmetic (reserveFrom): Redis answers with a string it already holds
+// instead of building one. Where the struct library is missing it returns
+// {status, act, id, prevTop, prevDue}: status 1 for reserved, plus 2 when
+// there was a Due; act and prevDue as offsets from t. A Due saturates at
+// the offset of the largest int64 instant, as State.Reserve's sum does.
 const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
 local maxWait = tonumber(ARGV[4])
 if maxWait >= 0 and act - t > maxWait then
-  if struct then return raw or '' end
+  if struct then return {raw or ''} end
   return {0, act - t, 0, 0, 0}
 end
 local status, prevDue, prevTop = 1, 0, top
 if d then status, prevDue = 3, d - t end
 d = act + tonumber(ARGV[3])
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if d > lim then d = lim end
 ` + newID + `
 top, hw = id, id
 local keep = tonumber(ARGV[5])
@@ -123,6 +130,8 @@ return {status, act - t, id, prevTop, prevDue}
 // ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
 const pairNextLua = pairLoad + `
 if not d or d < t then return {} end
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if d > lim then d = lim end
 return {bs, bn, d}
 `
 
