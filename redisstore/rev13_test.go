@@ -1,13 +1,17 @@
 package redisstore
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
 )
 
 // A debt that saturates (a cost of pairlimit.InfDuration, as
@@ -114,4 +118,142 @@ func TestPairIDsStayDistinctAcross2to53(t *testing.T) {
 		tops = append(tops, st.Top)
 	}
 	t.Log(tops)
+}
+
+// SCRIPT FLUSH, again and again while many goroutines reserve on one pair
+// and one number: every decision is made exactly once (EVALSHA's NOSCRIPT
+// falls back to EVAL, never running a script twice nor failing), so the
+// pair owes exactly the sum of its reservations and their acts never
+// overlap, and each number's ticket is a distinct token.
+func TestScriptFlushUnderConcurrency(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	p, _ := pairlimit.NewPair("106540352242922", "237690000033")
+	th := s.Throughput()
+	const workers, each, cost = 16, 25, time.Second
+	stop := make(chan struct{})
+	flushed := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				flushed <- n
+				return
+			default:
+			}
+			if err := s.rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	tks := make(chan pairlimit.Ticket, workers*each)
+	ids := make(chan uint64, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				tk, ok, err := s.Reserve(ctx, p, t0, cost, pairlimit.InfDuration)
+				if err != nil || !ok {
+					t.Error("pair reserve:", ok, err)
+					return
+				}
+				tks <- tk
+				btk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, time.Millisecond, 1<<20, throughput.InfDuration)
+				if err != nil || !ok {
+					t.Error("bucket reserve:", ok, err)
+					return
+				}
+				ids <- btk.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	t.Logf("%d flushes", <-flushed)
+	close(tks)
+	close(ids)
+	var acts []int64
+	for tk := range tks {
+		acts = append(acts, tk.Act)
+	}
+	slices.Sort(acts)
+	for i, a := range acts {
+		if want := t0.UnixNano() + int64(i)*int64(cost); a != want {
+			t.Fatalf("reservation %d of %d acts at +%v, want +%v", i, len(acts), time.Duration(a-t0.UnixNano()), time.Duration(want-t0.UnixNano()))
+		}
+	}
+	st, err := s.pairStateOf(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.UnixNano() + int64(len(acts))*int64(cost); st.Due != want {
+		t.Errorf("the pair owes until +%v, want +%v (%d reservations)", time.Duration(st.Due-t0.UnixNano()), time.Duration(want-t0.UnixNano()), len(acts))
+	}
+	seen := map[uint64]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Errorf("bucket ID %d twice", id)
+		}
+		seen[id] = true
+	}
+	h, err := s.rdb.HMGet(ctx, th.(*Throughput).bucketKey("106540352242922")[0], "bs", "bn", "tat").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f [3]int64
+	for i, x := range h {
+		f[i], _ = strconv.ParseInt(fmt.Sprint(x), 10, 64)
+	}
+	if tat, want := f[0]*1e9+f[1]+f[2], t0.UnixNano()+int64(len(seen))*int64(time.Millisecond); tat != want {
+		t.Errorf("the bucket's TAT is +%v, want +%v (%d reservations)", time.Duration(tat-t0.UnixNano()), time.Duration(want-t0.UnixNano()), len(seen))
+	}
+}
+
+// Many goroutines reserve on one pair and give half of it back at once:
+// each give-back that reports true removes exactly its own debt, so the
+// pair owes exactly (reserved - given back) x cost.
+func TestConcurrentGiveBackIsExact(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	p, _ := pairlimit.NewPair("106540352242922", "237690000034")
+	const workers, each, cost = 16, 40, time.Second
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	reserved, given := 0, 0
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				tk, ok, err := s.Reserve(ctx, p, t0, cost, pairlimit.InfDuration)
+				if err != nil || !ok {
+					t.Error("reserve:", ok, err)
+					return
+				}
+				back := false
+				if (w+i)%2 == 0 {
+					if back, err = s.Cancel(ctx, p, t0, tk); err != nil {
+						t.Error("cancel:", err)
+						return
+					}
+				}
+				mu.Lock()
+				reserved++
+				if back {
+					given++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	st, err := s.pairStateOf(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.UnixNano() + int64(reserved-given)*int64(cost); st.Due != want {
+		t.Errorf("the pair owes until +%v, want +%v (%d reserved, %d given back)",
+			time.Duration(st.Due-t0.UnixNano()), time.Duration(want-t0.UnixNano()), reserved, given)
+	}
+	t.Logf("%d reserved, %d given back", reserved, given)
 }
