@@ -257,3 +257,34 @@ func TestConcurrentGiveBackIsExact(t *testing.T) {
 	}
 	t.Logf("%d reserved, %d given back", reserved, given)
 }
+
+// A reservation whose debt saturates is given back like any other, at any
+// base the pair has.
+func TestPairSaturatedDebtGivenBack(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	for i, at := range []time.Time{t0, t0.Add(123456789), time.Unix(0, 1), time.Unix(9e9, 999999999)} {
+		p, _ := pairlimit.NewPair("106540352242922", strconv.Itoa(237690000060+i))
+		first, ok, err := s.Reserve(ctx, p, at, 6*time.Second, pairlimit.InfDuration)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		tk, ok, err := s.Reserve(ctx, p, at, pairlimit.InfDuration, pairlimit.InfDuration)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		var model pairlimit.State
+		model, _ = model.Reserve(at.UnixNano(), 6*time.Second, first.ID)
+		model, mt := model.Reserve(at.UnixNano(), pairlimit.InfDuration, tk.ID)
+		if tk != mt {
+			t.Errorf("%v: ticket %+v, model %+v", at, tk, mt)
+		}
+		back, err := s.Cancel(ctx, p, at, tk)
+		if err != nil || !back {
+			t.Errorf("%v: Cancel = %v, %v; want given back", at, back, err)
+		}
+		if next, err := s.Next(ctx, p, at); err != nil || next.UnixNano() != first.End {
+			t.Errorf("%v: Next = %v, %v; want %v", at, next.UnixNano(), err, first.End)
+		}
+	}
+}

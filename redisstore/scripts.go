@@ -17,9 +17,12 @@ import "github.com/redis/go-redis/v9"
 // writes it with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
-// back as offsets from the base, which the Go side adds exactly (Reserve's
-// come back as offsets from the caller's instant: after its rebase that
-// lies within a day of the base, so the difference is exact too).
+// back as offsets from the base, which the Go side adds exactly (Reserve
+// answers with the state it found, and the Go side replays its doubles:
+// see reserveFrom). Offsets are exact below 2^53 ns; a Due saturates at
+// the offset of the largest int64 instant, so that every reply stays
+// within an int64 (Redis turns a Lua number of 2^63 or more into the
+// smallest int64).
 //
 // The scripts run once per decision, so they are written for Redis's CPU:
 // no closures, no number-to-string round trips, numbers passed to
