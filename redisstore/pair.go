@@ -280,8 +280,11 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 	if err != nil {
 		return 0, err
 	}
-	n, _ := v.(int64)
-	return time.Duration(n), nil
+	i, _ := v.(int64)
+	if i < 0 || i >= int64(len(holds)) {
+		return 0, nil
+	}
+	return max(holds[i], 0), nil
 }
 
 // Accept implements [pairlimit.Store]: State.Accept in one script.

@@ -275,7 +275,7 @@ func TestPairSaturatedDebtGivenBack(t *testing.T) {
 		}
 		var model pairlimit.State
 		model, _ = model.Reserve(at.UnixNano(), 6*time.Second, first.ID)
-		model, mt := model.Reserve(at.UnixNano(), pairlimit.InfDuration, tk.ID)
+		_, mt := model.Reserve(at.UnixNano(), pairlimit.InfDuration, tk.ID)
 		if tk != mt {
 			t.Errorf("%v: ticket %+v, model %+v", at, tk, mt)
 		}
@@ -286,5 +286,64 @@ func TestPairSaturatedDebtGivenBack(t *testing.T) {
 		if next, err := s.Next(ctx, p, at); err != nil || next.UnixNano() != first.End {
 			t.Errorf("%v: Next = %v, %v; want %v", at, next.UnixNano(), err, first.End)
 		}
+	}
+}
+
+// A paused bucket (the interval of a rate of 0, MaxInt64/4) reserved
+// again and again without a bound on the wait acts ever later, saturating
+// at the largest instant, as throughput.BucketState.Reserve does. Its TAT
+// passed 2^63 ns from the base and came back from Redis as the smallest
+// int64: a reservation to act in 1677, at once.
+func TestPausedBucketSaturates(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	th := s.Throughput()
+	const interval = time.Duration(math.MaxInt64 / 4)
+	var model throughput.BucketState
+	for i := range 6 {
+		tk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, interval, 1, throughput.InfDuration)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		var mt throughput.BucketTicket
+		model, mt = model.Reserve(t0.UnixNano(), 1, interval, 1, tk.ID)
+		// offsets past 2^53 ns round to the double: a few hundred ns
+		if d := tk.Act - mt.Act; d < -1024 || d > 1024 {
+			t.Errorf("reservation %d acts at %d, model %d", i, tk.Act, mt.Act)
+		}
+		if tk.Act < t0.UnixNano() {
+			t.Fatalf("reservation %d acts at %v, before it was asked", i, time.Unix(0, tk.Act))
+		}
+	}
+	tk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, interval, 1, time.Hour)
+	if err != nil || ok || tk.Act < model.Next(t0.UnixNano(), 1, interval, 1)-1024 {
+		t.Errorf("bounded wait: %+v, %v, %v; want refused, to act at %d", tk, ok, err, model.Next(t0.UnixNano(), 1, interval, 1))
+	}
+}
+
+// A hold of pairlimit.InfDuration (a policy that never lets a refused
+// pair go) is reported as itself and holds the pair for ever, as
+// State.Refuse does; Redis answered the hold, a Lua number of 2^63, as the
+// smallest int64.
+func TestPairEndlessHold(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	p, _ := pairlimit.NewPair("106540352242922", "237690000070")
+	holds := []time.Duration{pairlimit.InfDuration}
+	got, err := s.Refuse(ctx, p, t0, holds, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, want := pairlimit.State{}.Refuse(t0.UnixNano(), holds)
+	if got != want {
+		t.Errorf("Refuse = %v, want %v", got, want)
+	}
+	next, err := s.Next(ctx, p, t0)
+	if err != nil || next.UnixNano() != model.Next(t0.UnixNano()) {
+		t.Errorf("Next = %d, %v; want %d", next.UnixNano(), err, model.Next(t0.UnixNano()))
+	}
+	tk, ok, err := s.Reserve(ctx, p, t0, time.Second, time.Hour)
+	if err != nil || ok || tk.Act != model.Next(t0.UnixNano()) {
+		t.Errorf("Reserve = %+v, %v, %v; want refused, to act at %d", tk, ok, err, model.Next(t0.UnixNano()))
 	}
 }

@@ -160,18 +160,25 @@ return 1
 `
 
 // pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
-// memory, then the holds. Returns the hold in ns.
+// memory, then the holds. Returns the index of the hold it applied (-1
+// for none): the Go side reads the hold exactly from its own list, where a
+// hold of 2^63 ns or more would come back as the smallest int64. Hold and
+// Due saturate at the largest instant.
 const pairRefuseLua = pairLoad + pairRebase + `
 local keep = tonumber(ARGV[3])
 m = tonumber(ARGV[4])
-local hold = 0
+local hold, i = 0, -1
 local nh = #ARGV - 4
-if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) end
-h = math.max(h or t + hold, t + hold)
+if nh > 0 then
+  i = math.min(f, nh - 1)
+  hold = math.max(tonumber(ARGV[5 + i]), 0)
+end
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+h = math.min(math.max(h or t + hold, t + hold), lim)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
 ` + pairSave + `
-return hold
+return i
 `
 
 // pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
@@ -258,12 +265,16 @@ end
 local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
+-- instants saturate at the largest int64 (Redis answers a Lua number of
+-- 2^63 or more as the smallest)
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if act > lim then act = lim end
 local prevTat, prevTop = "z", top
-if tat then prevTat = tat end
+if tat then prevTat = math.min(tat, lim) end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
   return {0, bs, bn, act, 0, prevTop, prevTat}
 end
-tat = base + n * interval
+tat = math.min(base + n * interval, lim)
 iv = interval
 local tm = redis.call('TIME')
 local id = math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), hw + 1)
