@@ -61,6 +61,8 @@ func TestReserveFrom(t *testing.T) {
 			pairlimit.Ticket{ID: us + 6, PrevTop: 9, Act: tn, End: tn + int64(cost)}, true, true},
 		{"array", []any{int64(3), int64(5e9), int64(us), int64(42), int64(-1e9)}, pairlimit.InfDuration,
 			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: tn - 1e9, Act: tn + 5e9, End: tn + 5e9 + int64(cost)}, true, true},
+		{"array, saturated", []any{int64(1), int64(math.MaxInt64 - tn + 5), int64(us), int64(42), int64(0)}, pairlimit.InfDuration,
+			pairlimit.Ticket{ID: us, PrevTop: 42, Act: math.MaxInt64, End: math.MaxInt64}, true, true},
 		{"array, refused", []any{int64(0), int64(5e9), int64(0), int64(0), int64(0)}, time.Second,
 			pairlimit.Ticket{Act: tn + 5e9}, false, true},
 		{"short string", owes[:64], pairlimit.InfDuration, pairlimit.Ticket{}, false, false},
