@@ -347,3 +347,53 @@ func TestPairEndlessHold(t *testing.T) {
 		t.Errorf("Reserve = %+v, %v, %v; want refused, to act at %d", tk, ok, err, model.Next(t0.UnixNano()))
 	}
 }
+
+// Many goroutines take tokens from one number's bucket and give half of
+// them back at once, while others hold it: each give-back that reports
+// true restores exactly its own tokens, so TAT ends (taken - given back)
+// intervals after the instant asked.
+func TestConcurrentBucketGiveBackIsExact(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	th := s.Throughput().(*Throughput)
+	const key, workers, each, interval = "106540352242922", 12, 30, time.Millisecond
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	taken, given := 0, 0
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				if w == 0 {
+					if _, err := th.Hold(ctx, key, t0.Add(-time.Second)); err != nil {
+						t.Error("hold:", err)
+						return
+					}
+				}
+				tk, ok, err := th.Reserve(ctx, key, t0, 1, interval, 1<<20, throughput.InfDuration)
+				if err != nil || !ok {
+					t.Error("reserve:", ok, err)
+					return
+				}
+				back := false
+				if (w+i)%2 == 0 {
+					if back, err = th.Cancel(ctx, key, t0, tk); err != nil {
+						t.Error("cancel:", err)
+						return
+					}
+				}
+				mu.Lock()
+				taken++
+				if back {
+					given++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	st := th.bucketStateOf(t, key)
+	if want := t0.UnixNano() + int64(taken-given)*int64(interval); st.TAT != want {
+		t.Errorf("TAT +%v, want +%v (%d taken, %d given back)", time.Duration(st.TAT-t0.UnixNano()), time.Duration(want-t0.UnixNano()), taken, given)
+	}
+	t.Logf("%d taken, %d given back", taken, given)
+}
