@@ -23,7 +23,8 @@
 // is given back only while no later reservation stands on it, checked in
 // the same script that restores the state. A pair's reservation IDs are the
 // caller's instant in microseconds, or one more than the highest ID the key
-// handed out, and a give-back also checks that the pair still owes what
+// handed out (from 1 again where that would reach 2^53, after 2255), and a
+// give-back also checks that the pair still owes what
 // the ticket left it (pairlimit.Ticket.End), so a stale ticket never undoes
 // a later reservation. A pair's reservation answers with the state it
 // found (Redis sends a string it already holds), alone when it reserved
