@@ -56,8 +56,11 @@ type liveCount struct {
 // as if it were alone after the ones before it (a rejected call stores
 // nothing and leaves the others stored). Every call returns only once the
 // transaction holding its item has committed, so a returned item is
-// durable and visible to Run. A call whose ctx ends before its
-// transaction begins stores nothing.
+// durable and visible to Run. A call whose ctx ends returns either its
+// stored item, or ctx's error having stored nothing: while it waits (for
+// its turn, or for a connection) it leaves at once; once its transaction
+// has begun it waits for the outcome, which its commit is not cut short
+// to falsify.
 func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
