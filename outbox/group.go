@@ -238,19 +238,43 @@ func (o *Outbox) storeBatch(conn *sql.Conn, batch []*enqCall) bool {
 }
 
 // enqueueAlone stores a checked message in a transaction of its own.
+//
+// The transaction is begun without ctx, so that its commit cannot be cut
+// short: a commit cancelled in flight may still commit (Postgres goes on
+// once its commit record is written, and a cancel may come too late), and
+// the call would report an error for a stored item. ctx bounds the wait
+// for a connection and the statements; a ctx that ends before the commit
+// stores nothing.
 func (o *Outbox) enqueueAlone(ctx context.Context, from string, m cloudapi.Message, lane, to string) (Ticket, error) {
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
+	fail := func(err error) (Ticket, error) {
+		if cerr := ctx.Err(); cerr != nil {
+			return Ticket{}, cerr // the driver's reaction to it is noise
+		}
 		return Ticket{}, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	conn, err := o.db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fail(err)
 	}
 	defer tx.Rollback()
 	c := &enqCall{from: from, m: m, lane: lane, to: to}
 	if err := o.storeAll(ctx, tx, []*enqCall{c}, false); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return Ticket{}, cerr
+		}
 		return Ticket{}, err
 	}
 	t, evs := c.t, c.evs
 	if c.err != nil || len(evs) == 0 {
 		return t, c.err // rejected, or an existing key: nothing to commit
+	}
+	if err := ctx.Err(); err != nil {
+		return Ticket{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return Ticket{}, fmt.Errorf("outbox: enqueue: %w", err)

@@ -68,3 +68,97 @@ func TestSQLiteEnqueueLeavesWhileConnectionBusy(t *testing.T) {
 		}
 	}
 }
+
+// An Enqueue call stored alone (on Postgres, its lane was locked by
+// another transaction) whose context ends while its commit is in flight
+// tells the truth: it either reports success, or an error and nothing
+// stored. (The commit ran under the caller's context: cut short, pgx
+// dropped the connection and returned an error while the server went on
+// to commit the item.) A deferred trigger holds every commit for a
+// moment, so that the context ends during the commit.
+func TestPostgresEnqueueAloneCancelledDuringCommit(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	db := o.DB()
+	for _, q := range []string{
+		// The commit cannot be cancelled once it is under way (the
+		// trigger swallows the cancel, as the server does once the commit
+		// record is written, or when a cancel arrives too late).
+		`CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			BEGIN
+				PERFORM pg_sleep(1);
+			EXCEPTION WHEN query_canceled THEN
+				PERFORM pg_sleep(0.2);
+			END;
+			RETURN NULL;
+		END $$`,
+		`CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON outbox_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A transaction holds the lane: the call is then stored alone.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := o.EnqueueTx(ctx, tx, from, cloudapi.Text(recipient(1), "holds the lane")); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		m := cloudapi.Text(recipient(1), "alone")
+		m.IdempotencyKey = "alone"
+		_, err := o.Enqueue(cctx, from, m)
+		done <- err
+	}()
+	// Wait until the call waits for the lane's lock, then release it.
+	waiting := func(q string) {
+		for {
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND `+q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waiting(`wait_event = 'advisory'`)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Now its commit is held by the trigger: end its context.
+	waiting(`wait_event = 'PgSleep' AND query ILIKE 'commit%'`)
+	cancel()
+	err = <-done
+	// Let the server finish what it was doing with that commit.
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, gerr := o.Get(ctx, "alone")
+	switch {
+	case err == nil && gerr != nil:
+		t.Fatalf("Enqueue succeeded, Get: %v", gerr)
+	case err != nil && !errors.Is(gerr, outbox.ErrNotFound):
+		t.Fatalf("Enqueue returned %v, yet the item was stored (Get: %v)", err, gerr)
+	}
+}
