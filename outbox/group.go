@@ -139,7 +139,7 @@ func (o *Outbox) leadBatch(lc *enqCall) {
 	conn, err := o.db.Conn(lc.ctx)
 	if err != nil {
 		if lc.err = lc.ctx.Err(); lc.err == nil {
-			lc.err = fmt.Errorf("outbox: enqueue: %w", err)
+			lc.err = o.enqueueErr(err)
 		}
 		g.mu.Lock()
 		var back []*enqCall
@@ -193,7 +193,7 @@ func (o *Outbox) storeBatch(conn *sql.Conn, batch []*enqCall) bool {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		for _, c := range batch {
-			c.err = fmt.Errorf("outbox: enqueue: %w", err)
+			c.err = o.enqueueErr(err)
 		}
 		return false
 	}
@@ -250,7 +250,7 @@ func (o *Outbox) enqueueAlone(ctx context.Context, from string, m cloudapi.Messa
 		if cerr := ctx.Err(); cerr != nil {
 			return Ticket{}, cerr // the driver's reaction to it is noise
 		}
-		return Ticket{}, fmt.Errorf("outbox: enqueue: %w", err)
+		return Ticket{}, o.enqueueErr(err)
 	}
 	conn, err := o.db.Conn(ctx)
 	if err != nil {
@@ -282,4 +282,14 @@ func (o *Outbox) enqueueAlone(ctx context.Context, from string, m cloudapi.Messa
 	o.poke()
 	o.notify(evs)
 	return t, nil
+}
+
+// enqueueErr wraps a database error of Enqueue: ErrClosed when the Outbox
+// was closed meanwhile (the driver's words for it are "database is
+// closed").
+func (o *Outbox) enqueueErr(err error) error {
+	if o.isClosed() {
+		return fmt.Errorf("outbox: enqueue: %w (%w)", ErrClosed, err)
+	}
+	return fmt.Errorf("outbox: enqueue: %w", err)
 }

@@ -162,3 +162,43 @@ func TestPostgresEnqueueAloneCancelledDuringCommit(t *testing.T) {
 		t.Fatalf("Enqueue returned %v, yet the item was stored (Get: %v)", err, gerr)
 	}
 }
+
+// Enqueue calls waiting in the group when the Outbox is closed return
+// ErrClosed (they returned the driver's "sql: database is closed"), store
+// nothing, and none waits for ever.
+func TestSQLiteCloseReleasesWaitingEnqueues(t *testing.T) {
+	o, _ := openSQLite(t)
+	ctx := t.Context()
+	tx, err := o.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers = 8
+	done := make(chan error, callers)
+	for i := range callers {
+		m := cloudapi.Text(recipient(i), "x")
+		go func() {
+			_, err := o.Enqueue(ctx, from, m)
+			done <- err
+		}()
+	}
+	for o.DB().Stats().WaitCount == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	guard := time.NewTimer(30 * time.Second) // a hang guard only
+	defer guard.Stop()
+	for range callers {
+		select {
+		case err := <-done:
+			if !errors.Is(err, outbox.ErrClosed) {
+				t.Errorf("Enqueue: %v, want ErrClosed", err)
+			}
+		case <-guard.C:
+			t.Fatal("Enqueue calls still wait after Close")
+		}
+	}
+	_ = tx.Rollback()
+}
