@@ -59,8 +59,12 @@ type liveCount struct {
 // durable and visible to Run. A call whose ctx ends returns either its
 // stored item, or ctx's error having stored nothing: while it waits (for
 // its turn, or for a connection) it leaves at once; once its transaction
-// has begun it waits for the outcome, which its commit is not cut short
-// to falsify.
+// has begun it waits for the outcome, and its commit is not cut short.
+//
+// A lane sends its items in the order they were stored: never an item
+// before one whose Enqueue returned before its own Enqueue began (so one
+// goroutine's items go in its order), across Outboxes sharing a Postgres
+// too. Calls to one lane that overlap in time have no promised order.
 func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
