@@ -26,10 +26,10 @@ const maxGroup = 256
 //
 // A call rejected in a batch (a full lane, a deadline, the service
 // window) stored nothing and leaves the batch intact: rejections are
-// decided before anything is written. A database error in a batch rolls
-// it back, and each of its calls is then stored in a transaction of its
-// own, as if alone (their keys were fixed before the batch, so nothing
-// can be stored twice).
+// decided before anything is written. A database error in a batch (its
+// commit's too) rolls it back, and each of its calls is then stored in a
+// transaction of its own, as if alone (their keys were fixed before the
+// batch, so nothing can be stored twice).
 type group struct {
 	mu      sync.Mutex
 	queue   []*enqCall // waiting for a batch, oldest first
@@ -229,8 +229,15 @@ func (o *Outbox) storeBatch(conn *sql.Conn, batch []*enqCall) bool {
 		return false
 	}
 	if err := tx.Commit(); err != nil {
-		for _, c := range stored {
-			c.t, c.evs, c.err = Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+		// Nothing of it is stored: not the new items, nor the ones whose
+		// tickets calls later in the batch took for an existing key.
+		// Each call is stored alone, as after any database error (its
+		// key was fixed before, so nothing is stored twice; and should
+		// the commit have happened after all, the key is found).
+		for _, c := range live {
+			if c.err == nil {
+				c.t, c.evs, c.solo = Ticket{}, nil, true
+			}
 		}
 		return false
 	}

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,4 +202,44 @@ func TestSQLiteCloseReleasesWaitingEnqueues(t *testing.T) {
 		}
 	}
 	_ = tx.Rollback()
+}
+
+// When a shared transaction's commit fails, no call of it reports
+// success: a call that took the ticket of a key stored earlier in the
+// same transaction (the same key enqueued at once by several goroutines)
+// got "Existing" for an item that was never committed. A deferred trigger
+// fails every commit that stores an item.
+func TestPostgresFailedCommitReportsNoSuccess(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	for _, q := range []string{
+		`CREATE FUNCTION test_fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no commit'; END $$`,
+		`CREATE CONSTRAINT TRIGGER test_fail_commit AFTER INSERT ON outbox_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_fail_commit()`,
+	} {
+		if _, err := o.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const goroutines, rounds = 32, 8
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for r := range rounds {
+				m := cloudapi.Text(recipient(g), "x")
+				m.IdempotencyKey = "same-" + fmtInt(int64(r))
+				if tk, err := o.Enqueue(ctx, from, m); err == nil {
+					t.Errorf("Enqueue of %s succeeded (%+v), yet nothing can be committed", m.IdempotencyKey, tk)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
 }
