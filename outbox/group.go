@@ -246,6 +246,12 @@ func (o *Outbox) storeBatch(conn *sql.Conn, batch []*enqCall) bool {
 
 // enqueueAlone stores a checked message in a transaction of its own.
 //
+// A call stored alone may wait for its lane's lock (Postgres) holding a
+// connection: so that calls piling up behind a locked lane cannot take
+// the whole pool (and hold every other lane, and Run, until the lock is
+// released), one call per lane at a time, and at most half the pool's
+// connections, go to the database; the others wait in the process.
+//
 // The transaction is begun without ctx, so that its commit cannot be cut
 // short: a commit cancelled in flight may still commit (Postgres goes on
 // once its commit record is written, and a cancel may come too late), and
@@ -259,6 +265,11 @@ func (o *Outbox) enqueueAlone(ctx context.Context, from string, m cloudapi.Messa
 		}
 		return Ticket{}, o.enqueueErr(err)
 	}
+	leave, err := o.enterSolo(ctx, lane)
+	if err != nil {
+		return Ticket{}, err
+	}
+	defer leave()
 	conn, err := o.db.Conn(ctx)
 	if err != nil {
 		return fail(err)
@@ -299,4 +310,48 @@ func (o *Outbox) enqueueErr(err error) error {
 		return fmt.Errorf("outbox: enqueue: %w (%w)", ErrClosed, err)
 	}
 	return fmt.Errorf("outbox: enqueue: %w", err)
+}
+
+// laneGate admits one call stored alone per lane to the database.
+type laneGate struct {
+	ch chan struct{} // holds a token while a call of the lane is admitted
+	n  int           // the calls admitted or waiting (Outbox.soloMu)
+}
+
+// enterSolo waits, until ctx ends, for the turn of a call of lane to be
+// stored alone, and returns the function that ends its turn.
+func (o *Outbox) enterSolo(ctx context.Context, lane string) (func(), error) {
+	o.soloMu.Lock()
+	g := o.soloLanes[lane]
+	if g == nil {
+		g = &laneGate{ch: make(chan struct{}, 1)}
+		o.soloLanes[lane] = g
+	}
+	g.n++
+	o.soloMu.Unlock()
+	release := func() {
+		o.soloMu.Lock()
+		if g.n--; g.n == 0 {
+			delete(o.soloLanes, lane)
+		}
+		o.soloMu.Unlock()
+	}
+	select {
+	case g.ch <- struct{}{}:
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+	select {
+	case o.soloSem <- struct{}{}:
+	case <-ctx.Done():
+		<-g.ch
+		release()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-o.soloSem
+		<-g.ch
+		release()
+	}, nil
 }
