@@ -56,8 +56,15 @@ type liveCount struct {
 // as if it were alone after the ones before it (a rejected call stores
 // nothing and leaves the others stored). Every call returns only once the
 // transaction holding its item has committed, so a returned item is
-// durable and visible to Run. A call whose ctx ends before its
-// transaction begins stores nothing.
+// durable and visible to Run. A call whose ctx ends returns either its
+// stored item, or ctx's error having stored nothing: while it waits (for
+// its turn, or for a connection) it leaves at once; once its transaction
+// has begun it waits for the outcome, and its commit is not cut short.
+//
+// A lane sends its items in the order they were stored: never an item
+// before one whose Enqueue returned before its own Enqueue began (so one
+// goroutine's items go in its order), across Outboxes sharing a Postgres
+// too. Calls to one lane that overlap in time have no promised order.
 func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
@@ -304,15 +311,55 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	for _, k := range keys {
 		inserted[k] = true
 	}
+	var lost []any
 	for _, c := range ins {
 		key := c.m.IdempotencyKey
 		if !inserted[key] {
-			// Another worker stored the same key meanwhile.
-			c.t = Ticket{Key: key, State: StateQueued, Existing: true}
+			// Another worker stored the same key meanwhile (its row is
+			// committed: the insert waited for it).
+			lost = append(lost, key)
 			continue
 		}
 		c.evs = events(now, StateQueued, "", key)
 		o.countEnqueued(c.from)
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	// The calls of those keys (the one that tried to insert, and any of
+	// this batch that took its ticket) get the stored item's ticket.
+	q.Reset()
+	q.WriteString(`SELECT ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey IN (?` + strings.Repeat(", ?", len(lost)-1) + `)`)
+	rows, err = tx.QueryContext(ctx, o.q(q.String()), lost...)
+	if err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	theirs := map[string]Ticket{}
+	for rows.Next() {
+		var key, st string
+		var enq, exp int64
+		if err := rows.Scan(&key, &st, &enq, &exp); err != nil {
+			rows.Close()
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+		s, _ := parseState(st)
+		theirs[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	rows.Close()
+	for _, k := range lost {
+		key := k.(string)
+		t, ok := theirs[key]
+		if !ok {
+			t = Ticket{Key: key, State: StateQueued, Existing: true}
+		}
+		for _, c := range calls {
+			if c.m.IdempotencyKey == key && c.err == nil && !c.solo {
+				c.t = t
+			}
+		}
 	}
 	return nil
 }

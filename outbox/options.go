@@ -114,7 +114,13 @@ func WithClock(clk clock.Clock) Option {
 }
 
 // WithCapacity bounds the live items of the whole queue (default
-// DefaultCapacity); Enqueue rejects beyond it with ErrQueueFull.
+// DefaultCapacity); Enqueue rejects beyond it with ErrQueueFull. The
+// bound is approximate: an Outbox recounts the queue at most every 100 ms
+// and adds its own enqueues meanwhile, so items finished since still
+// count (a full queue may reject for up to 100 ms after it drained), and
+// with several Outboxes on one Postgres each learns of the others' items
+// only at its recount: in a burst the queue may then hold up to one
+// capacity per Outbox. WithLaneCapacity, by contrast, is exact.
 func WithCapacity(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -38,6 +38,10 @@ type Outbox struct {
 
 	group group // concurrent Enqueue calls share transactions
 
+	soloMu    sync.Mutex           // protects soloLanes
+	soloLanes map[string]*laneGate // lane -> its Enqueue calls stored alone
+	soloSem   chan struct{}        // bounds the connections of calls stored alone
+
 	liveMu sync.Mutex // protects live
 	live   liveCount
 
@@ -129,7 +133,8 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 		db.SetMaxOpenConns(16)
 		db.SetMaxIdleConns(16)
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}, seeded: map[string]int64{}}
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}, seeded: map[string]int64{},
+		soloLanes: map[string]*laneGate{}, soloSem: make(chan struct{}, max(1, db.Stats().MaxOpenConnections/2))}
 	if err := o.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("outbox: creating tables: %w", scrub(err, dsnStr))
