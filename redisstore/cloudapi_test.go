@@ -153,7 +153,12 @@ func TestKillRedisMidRun(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(400 * time.Millisecond)
+	// Kill once a few were sent (a fixed 400 ms saw 7 to 9 of the 120 on a
+	// loaded machine: a slower one could see none), long before the paced
+	// sends end (about 6 s).
+	for meta.Accepted() < 6 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 	srv.Kill()
 	wg.Wait()
 	close(out)
