@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -49,25 +50,26 @@ type liveCount struct {
 // The message's idempotency key is its own or a generated one; enqueueing
 // a key that exists stores nothing and returns the existing item's ticket
 // (Existing set).
+//
+// Concurrent calls share transactions (group commit): one of the callers
+// stores the calls waiting at that moment in one transaction, each decided
+// as if it were alone after the ones before it (a rejected call stores
+// nothing and leaves the others stored). Every call returns only once the
+// transaction holding its item has committed, so a returned item is
+// durable and visible to Run. A call whose ctx ends before its
+// transaction begins stores nothing.
 func (o *Outbox) Enqueue(ctx context.Context, from string, m cloudapi.Message) (Ticket, error) {
 	if o.isClosed() {
 		return Ticket{}, ErrClosed
 	}
-	tx, err := o.db.BeginTx(ctx, nil)
+	lane, to, err := o.check(from, &m)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("outbox: enqueue: %w", err)
+		return Ticket{}, err
 	}
-	defer tx.Rollback()
-	t, evs, err := o.enqueue(ctx, tx, from, m)
-	if err != nil {
-		return t, err
+	if err := ctx.Err(); err != nil {
+		return Ticket{}, err
 	}
-	if err := tx.Commit(); err != nil {
-		return Ticket{}, fmt.Errorf("outbox: enqueue: %w", err)
-	}
-	o.poke()
-	o.notify(evs)
-	return t, nil
+	return o.enqueueGrouped(ctx, from, m, lane, to)
 }
 
 // EnqueueTx is Enqueue inside the caller's transaction tx (begun on DB()),
@@ -139,27 +141,241 @@ func laneOf(from string, m cloudapi.Message) (lane, to string, err error) {
 func freeForm(k cloudapi.Kind) bool { return k != cloudapi.KindTemplate && k != cloudapi.KindRead }
 
 func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudapi.Message) (Ticket, []Event, error) {
-	if err := m.Validate(); err != nil {
-		return Ticket{}, nil, err
-	}
-	lane, to, err := laneOf(from, m)
+	lane, to, err := o.check(from, &m)
 	if err != nil {
 		return Ticket{}, nil, err
 	}
-	now := o.cfg.clock.Now()
+	c := &enqCall{from: from, m: m, lane: lane, to: to}
+	if err := o.storeAll(ctx, tx, []*enqCall{c}, false); err != nil {
+		return Ticket{}, nil, err
+	}
+	return c.t, c.evs, c.err
+}
+
+// check validates from and m without the database, gives m its
+// idempotency key if it has none, and returns the lane and the
+// recipient's digits.
+func (o *Outbox) check(from string, m *cloudapi.Message) (lane, to string, err error) {
+	if err := m.Validate(); err != nil {
+		return "", "", err
+	}
+	lane, to, err = laneOf(from, *m)
+	if err != nil {
+		return "", "", err
+	}
 	if m.IdempotencyKey == "" {
 		m.IdempotencyKey = o.cfg.newKey()
 	}
-	key := m.IdempotencyKey
-	if baseKey(key) != key {
+	if key := m.IdempotencyKey; baseKey(key) != key {
 		// The outbox names resends K#r1, K#r2, ...: a caller's key of that
 		// form would be taken for a resend of K (by the Client's memory of
 		// sent keys and by Reconcile).
-		return Ticket{}, nil, &cloudapi.ValidationError{Field: "idempotency_key", Reason: `ends in "#r" and digits, which the outbox keeps for resends`}
+		return "", "", &cloudapi.ValidationError{Field: "idempotency_key", Reason: `ends in "#r" and digits, which the outbox keeps for resends`}
 	}
-	if m.ExpiresAt.IsZero() && m.Kind() == cloudapi.KindTemplate && m.Category == cloudapi.CategoryAuthentication {
-		m.ExpiresAt = now.Add(cloudapi.AuthenticationTTL)
+	return lane, to, nil
+}
+
+// storeAll stores the checked calls in tx, in order, each as if it were
+// alone in its own transaction after the ones before it: it is stored
+// (c.t, c.evs), or rejected storing nothing (c.err, a *RejectError), or
+// an existing key's ticket (c.t, no events); with try, a call whose lane
+// another transaction has locked (Postgres) is left to be stored alone
+// (c.solo). A database error is returned as such: tx must then be rolled
+// back, and nothing of it is stored.
+func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try bool) error {
+	now := o.cfg.clock.Now()
+	if o.d.postgres {
+		var err error
+		if calls, err = o.lockLanes(ctx, tx, calls, try); err != nil {
+			return err
+		}
 	}
+	if len(calls) == 0 {
+		return nil
+	}
+
+	// What is stored already: the keys, and the depth of the lanes. (One
+	// query for the whole batch.)
+	var q strings.Builder
+	args := make([]any, 0, 2*len(calls))
+	q.WriteString(`SELECT 0, ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey IN (`)
+	for i, c := range calls {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?")
+		args = append(args, c.m.IdempotencyKey)
+	}
+	q.WriteString(`) UNION ALL SELECT 1, lane, '', COUNT(*), 0 FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (`)
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if !seen[c.lane] {
+			if len(seen) > 0 {
+				q.WriteString(", ")
+			}
+			seen[c.lane] = true
+			q.WriteString("?")
+			args = append(args, c.lane)
+		}
+	}
+	q.WriteString(`) GROUP BY lane`)
+	stored := map[string]Ticket{}
+	depth := map[string]int{}
+	rows, err := tx.QueryContext(ctx, o.q(q.String()), args...)
+	if err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	for rows.Next() {
+		var kind int
+		var name, st string
+		var n, exp int64
+		if err := rows.Scan(&kind, &name, &st, &n, &exp); err != nil {
+			rows.Close()
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+		if kind == 1 {
+			depth[name] = int(n)
+			continue
+		}
+		s, _ := parseState(st)
+		stored[name] = Ticket{Key: name, State: s, Existing: true, EnqueuedAt: fromNanos(n), ExpiresAt: fromNanos(exp)}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	rows.Close()
+
+	// Decide each in turn, counting the ones before it.
+	var ins []*enqCall
+	var bodies []string
+	bySender := map[string]int{}
+	for _, c := range calls {
+		key := c.m.IdempotencyKey
+		if t, ok := stored[key]; ok {
+			c.t = t
+			continue
+		}
+		m := c.m
+		if m.ExpiresAt.IsZero() && m.Kind() == cloudapi.KindTemplate && m.Category == cloudapi.CategoryAuthentication {
+			m.ExpiresAt = now.Add(cloudapi.AuthenticationTTL)
+		}
+		est, err := o.decide(ctx, tx, now, c.from, m, c.lane, c.to, depth[c.lane], bySender[c.from], len(ins))
+		var re *RejectError
+		if errors.As(err, &re) {
+			c.err = err
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+		body, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+		}
+		c.t = Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}
+		stored[key] = Ticket{Key: key, State: StateQueued, Existing: true, EnqueuedAt: now, ExpiresAt: m.ExpiresAt}
+		depth[c.lane]++
+		bySender[c.from]++
+		ins = append(ins, c)
+		bodies = append(bodies, string(body))
+	}
+	if len(ins) == 0 {
+		return nil
+	}
+
+	// One statement inserts them all, in order (ids, hence FIFO order in
+	// a lane, follow it).
+	q.Reset()
+	args = args[:0]
+	q.WriteString(`INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at) VALUES `)
+	for i, c := range ins {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`)
+		args = append(args, c.m.IdempotencyKey, c.lane, c.from, c.to, string(c.m.Kind()), bodies[i], nanos(now), nanos(now), nanos(c.t.ExpiresAt), nanos(now))
+	}
+	q.WriteString(` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`)
+	keys, err := queryKeys(ctx, tx, o.q(q.String()), args...)
+	if err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	inserted := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		inserted[k] = true
+	}
+	for _, c := range ins {
+		key := c.m.IdempotencyKey
+		if !inserted[key] {
+			// Another worker stored the same key meanwhile.
+			c.t = Ticket{Key: key, State: StateQueued, Existing: true}
+			continue
+		}
+		c.evs = events(now, StateQueued, "", key)
+		o.countEnqueued(c.from)
+	}
+	return nil
+}
+
+// lockLanes (Postgres) takes the lock of each call's lane until tx ends:
+// at READ COMMITTED two transactions could both count a lane under its
+// capacity and both insert, so the count and the insert are serialised
+// per lane (lanes whose names hash alike share a lock, which only
+// serialises them). With try, a lock held by another transaction is not
+// waited for: its calls are marked solo and left out of the result.
+func (o *Outbox) lockLanes(ctx context.Context, tx *sql.Tx, calls []*enqCall, try bool) ([]*enqCall, error) {
+	if !try {
+		for _, c := range calls {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, laneLockSpace, c.lane); err != nil {
+				return nil, fmt.Errorf("outbox: enqueue: %w", err)
+			}
+		}
+		return calls, nil
+	}
+	// A batch shares one transaction: waiting for one lane would hold
+	// every other call of the batch behind that lane's holder.
+	var lanes []string
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if !seen[c.lane] {
+			seen[c.lane] = true
+			lanes = append(lanes, c.lane)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT l, pg_try_advisory_xact_lock($1, hashtext(l)) FROM unnest($2::text[]) AS l`, laneLockSpace, lanes)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var l string
+		var ok bool
+		if err := rows.Scan(&l, &ok); err != nil {
+			return nil, fmt.Errorf("outbox: enqueue: %w", err)
+		}
+		got[l] = ok
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	var locked []*enqCall
+	for _, c := range calls {
+		if got[c.lane] {
+			locked = append(locked, c)
+		} else {
+			c.solo = true
+		}
+	}
+	return locked, nil
+}
+
+// decide rejects m (a *RejectError) or returns its estimated send
+// instant, given its lane's depth and the items of its number and of the
+// queue stored before it in this transaction (not yet in liveDepth's
+// counts).
+func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from string, m cloudapi.Message, lane, to string, laneDepth, senderBefore, before int) (time.Time, error) {
+	key := m.IdempotencyKey
 	reject := func(reason error, full string, code errcodes.Code, wait time.Duration) error {
 		hold := errcodes.HoldNone
 		if code != 0 {
@@ -169,59 +385,32 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 			ExpiresAt: m.ExpiresAt, IdempotencyKey: key}
 		return &RejectError{BackpressureError: bp, Reason: reason, Full: full}
 	}
-
-	if o.d.postgres {
-		// At READ COMMITTED two transactions could both count the lane
-		// under its capacity and both insert: serialise the count and the
-		// insert per lane, until the transaction ends (lanes whose names
-		// hash alike share a lock, which only serialises them).
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, laneLockSpace, lane); err != nil {
-			return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-		}
-	}
-
-	// An existing key stores nothing new. (One query reads the key and
-	// the lane's depth.)
-	var st sql.NullString
-	var enq, exp sql.NullInt64
-	var laneDepth int
-	err = tx.QueryRowContext(ctx, o.q(`SELECT
-		(SELECT state FROM outbox_items WHERE ikey = ?), (SELECT enqueued_at FROM outbox_items WHERE ikey = ?),
-		(SELECT expires_at FROM outbox_items WHERE ikey = ?),
-		(SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND state IN ('queued', 'sending'))`), key, key, key, lane).Scan(&st, &enq, &exp, &laneDepth)
-	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
-	if st.Valid {
-		s, _ := parseState(st.String)
-		return Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq.Int64), ExpiresAt: fromNanos(exp.Int64)}, nil, nil
-	}
-
 	if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
-		return Ticket{}, nil, reject(ErrExpired, "", 0, 0)
+		return time.Time{}, reject(ErrExpired, "", 0, 0)
 	}
 	if o.cfg.window > 0 && freeForm(m.Kind()) {
 		var last int64
 		err := tx.QueryRowContext(ctx, o.q(`SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`), from, to).Scan(&last)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+			return time.Time{}, err
 		}
 		if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
-			return Ticket{}, nil, reject(ErrOutsideWindow, "", errcodes.ReEngagement, 0)
+			return time.Time{}, reject(ErrOutsideWindow, "", errcodes.ReEngagement, 0)
 		}
 	}
 
 	// Capacity and the estimate.
 	if laneDepth >= o.cfg.laneCapacity {
-		return Ticket{}, nil, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
+		return time.Time{}, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
 	}
 	senderDepth, total, err := o.liveDepth(ctx, tx, now, from)
 	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
+		return time.Time{}, err
 	}
+	senderDepth, total = senderDepth+senderBefore, total+before
 	numberWait := time.Duration(senderDepth) * time.Second / time.Duration(o.cfg.mps)
 	if total >= o.cfg.capacity {
-		return Ticket{}, nil, reject(ErrQueueFull, "queue", 0, numberWait)
+		return time.Time{}, reject(ErrQueueFull, "queue", 0, numberWait)
 	}
 	pairWait := time.Duration(0)
 	if to != "" {
@@ -230,28 +419,11 @@ func (o *Outbox) enqueue(ctx context.Context, tx *sql.Tx, from string, m cloudap
 	est := now.Add(max(pairWait, numberWait))
 	if !m.ExpiresAt.IsZero() && est.After(m.ExpiresAt) {
 		if pairWait >= numberWait {
-			return Ticket{}, nil, reject(ErrExpired, "", errcodes.PairRateLimit, pairWait)
+			return time.Time{}, reject(ErrExpired, "", errcodes.PairRateLimit, pairWait)
 		}
-		return Ticket{}, nil, reject(ErrExpired, "", errcodes.ThroughputLimit, numberWait)
+		return time.Time{}, reject(ErrExpired, "", errcodes.ThroughputLimit, numberWait)
 	}
-
-	body, err := json.Marshal(m)
-	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, o.q(`INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at)
-		VALUES (?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) ON CONFLICT (ikey) DO NOTHING`),
-		key, lane, from, to, string(m.Kind()), string(body), nanos(now), nanos(now), nanos(m.ExpiresAt), nanos(now))
-	if err != nil {
-		return Ticket{}, nil, fmt.Errorf("outbox: enqueue: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		// Another worker stored the same key meanwhile.
-		return Ticket{Key: key, State: StateQueued, Existing: true}, nil, nil
-	}
-	evs := events(now, StateQueued, "", key)
-	o.countEnqueued(from)
-	return Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}, evs, nil
+	return est, nil
 }
 
 // liveDepth returns the live items of business number from and of the

@@ -36,6 +36,8 @@ type Outbox struct {
 	mu     sync.Mutex // protects closed
 	closed bool
 
+	group group // concurrent Enqueue calls share transactions
+
 	liveMu sync.Mutex // protects live
 	live   liveCount
 
@@ -69,6 +71,11 @@ func parseDSN(s string) (dsn, error) {
 		v.Add("_pragma", "synchronous(NORMAL)")
 		v.Add("_pragma", "busy_timeout(10000)")
 		v.Add("_pragma", "foreign_keys(ON)")
+		// Statement journals (a statement's undo, in a transaction of
+		// several) in memory: on disk they cost a temporary file's writes
+		// for every statement touching more than 64 KiB (a shared
+		// Enqueue batch, a batch of outcomes).
+		v.Add("_pragma", "temp_store(MEMORY)")
 		v.Set("_txlock", "immediate")
 		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
@@ -214,6 +221,7 @@ CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHER
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
 CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
+CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
 	ikey   TEXT NOT NULL,
@@ -266,6 +274,7 @@ CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHER
 CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
 CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
 CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
+CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
 CREATE TABLE IF NOT EXISTS outbox_transitions (
 	id     BIGSERIAL PRIMARY KEY,
 	ikey   TEXT NOT NULL,

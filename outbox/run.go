@@ -366,8 +366,8 @@ func (o *Outbox) pickSQL() string {
 	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
-		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND (j.state = 'sending'
-			OR (j.state = 'queued' AND (j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))))
+		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
+			AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ?`
 	if o.d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`

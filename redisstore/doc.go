@@ -25,7 +25,9 @@
 // caller's instant in microseconds, or one more than the highest ID the key
 // handed out, and a give-back also checks that the pair still owes what
 // the ticket left it (pairlimit.Ticket.End), so a stale ticket never undoes
-// a later reservation.
+// a later reservation. A pair's reservation answers with the state it
+// found, from which the Go side derives the ticket by the same rule
+// ([pairlimit.State.Reserve]): Redis sends a string it already holds.
 //
 // Instants are the caller's (explicit time, so that the same code runs
 // under simulated time). Lua numbers are doubles, exact to 2^53: a state
@@ -51,6 +53,11 @@
 // Every key of one business number carries the number as a hash tag, so in
 // Redis Cluster a number's pairs and bucket share one slot, and every
 // script touches one slot.
+//
+// Processes of two versions of this package may share one Redis during a
+// rolling upgrade: each runs its own scripts (by their SHA1) on the same
+// keys, so a key's format only changes with a new key name. The formats
+// above are those every version so far reads and writes.
 //
 // Redis 6.2 or later is needed (SET ... PXAT); Valkey and other forks
 // that run Lua scripts work alike.

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -11,18 +13,14 @@ import (
 
 var _ pairlimit.Store = (*Store)(nil)
 
-// pairKeys are the pair's key, in its number's hash slot:
+// pairKey is the pair's key, in its number's hash slot:
 // prefix{from}:p:to.
-func (s *Store) pairKeys(p pairlimit.Pair) []string {
-	from, to := p.From(), p.To()
-	b := make([]byte, 0, len(s.prefix)+len(from)+len(to)+5)
-	b = append(b, s.prefix...)
-	b = append(b, '{')
-	b = append(b, from...)
-	b = append(b, "}:p:"...)
-	b = append(b, to...)
-	return []string{string(b)}
+func (s *Store) pairKey(p pairlimit.Pair) string {
+	return s.prefix + "{" + p.From() + "}:p:" + p.To()
 }
+
+// pairKeys is pairKey as the keys of a script.
+func (s *Store) pairKeys(p pairlimit.Pair) []string { return []string{s.pairKey(p)} }
 
 func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
 
@@ -44,26 +42,77 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
 	}
-	sec, nsec := secNs(t.UnixNano())
-	v, err := s.run(ctx, "pair reserve", pairReserve, s.pairKeys(p), sec, nsec, int64(max(cost, 0)), wait, keepArg(t))
+	tn := max(t.UnixNano(), 0)
+	v, err := s.runKey(ctx, "pair reserve", pairReserveHot,
+		[]any{3: s.pairKey(p), 4: tn / 1e9, 5: tn % 1e9, 6: int64(max(cost, 0)), 7: wait, 8: keepArg(t)})
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
-	a := replyArray(v)
-	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
-	tk := pairlimit.Ticket{Act: base + replyInt(a, 3)}
-	if replyInt(a, 0) != 1 {
-		return tk, false, nil
+	tk, ok, shape := reserveFrom(v, tn, cost, maxWait)
+	if !shape {
+		return pairlimit.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
 	}
-	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
-	tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
-	if replyInt(a, 6) == 1 {
-		tk.PrevDue = base + replyInt(a, 7)
+	return tk, ok, nil
+}
+
+var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
+
+// errReply reports a script answer of the wrong shape (a key written by
+// something else, or a script of another version).
+var errReply = errors.New("unexpected script reply")
+
+// reserveFrom turns pairReserveLua's answer v to a call at tn into the
+// reservation and whether it was made. From the pair's state as the script
+// found it, it decides as the script did: pairlimit.State.Reserve, with
+// the ID rule of newID and the maxWait test. From the script's own five
+// integers (miniredis) it reads them. shape reports whether v was either.
+func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+	switch x := v.(type) {
+	case string:
+		var st pairlimit.State
+		var hw uint64
+		switch len(x) {
+		case 0: // no state
+		case 72:
+			f := func(i int) float64 {
+				return math.Float64frombits(binary.LittleEndian.Uint64([]byte(x[8*i : 8*i+8])))
+			}
+			if uint64(f(8))&1 != 0 {
+				st.Due = int64(f(0))*1e9 + int64(f(1)) + int64(f(2))
+			}
+			st.Top, hw = uint64(f(4)), uint64(f(5))
+		default:
+			return tk, false, false
+		}
+		if act := st.Next(tn); maxWait < pairlimit.InfDuration && act-tn > int64(max(maxWait, 0)) {
+			return pairlimit.Ticket{Act: act}, false, true
+		}
+		id := uint64(tn / 1000)
+		if id <= hw || id >= 1<<53 {
+			id = hw + 1
+		}
+		_, tk = st.Reserve(tn, cost, id)
+		return tk, true, true
+	case []any:
+		if len(x) != 5 {
+			return tk, false, false
+		}
+		r := func(i int) int64 { return replyInt(x, i) }
+		tk.Act = tn + r(1)
+		if r(0)&1 == 0 {
+			return tk, false, true
+		}
+		tk.ID, tk.PrevTop = uint64(r(2)), uint64(r(3))
+		tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
+		if r(0)&2 != 0 {
+			tk.PrevDue = tn + r(4)
+		}
+		return tk, true, true
 	}
-	return tk, true, nil
+	return tk, false, false
 }
 
 // Arguments boxed once.
@@ -77,17 +126,20 @@ var (
 // the state's own instant plus keep when t is within an hour of this
 // host's clock (and so of Redis's), else keep after the state's time from
 // now on Redis's clock (simulated time).
-func keepArg(t time.Time) any {
+func keepArg(t time.Time) any { return keepFor(t, keepAbs, keepRel) }
+
+// keepFor is abs when t is within an hour of this host's clock, else rel.
+func keepFor(t time.Time, abs, rel any) any {
 	if d := time.Since(t); d < time.Hour && d > -time.Hour {
-		return keepAbs
+		return abs
 	}
-	return keepRel
+	return rel
 }
 
 // Next implements [pairlimit.Store]: max(t, Due), reading only.
 func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
 	sec, nsec := secNs(t.UnixNano())
-	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p)[:1], sec, nsec)
+	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p), sec, nsec)
 	if s.fallback(err) {
 		return s.local.Next(ctx, p, t)
 	}
@@ -118,7 +170,7 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	}
 	as, an := secNs(tk.Act)
 	es, en := secNs(tk.End)
-	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p)[:1], sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
+	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p), sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
 	if err != nil {
 		return false, err
@@ -134,7 +186,7 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 	for _, h := range holds {
 		args = append(args, ns(h))
 	}
-	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p)[:1], args...)
+	v, err := s.run(ctx, "pair refuse", pairRefuse, s.pairKeys(p), args...)
 	if s.fallback(err) {
 		return s.local.Refuse(ctx, p, t, holds, memory)
 	}
@@ -148,7 +200,7 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 // Accept implements [pairlimit.Store]: State.Accept in one script.
 func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
 	sec, nsec := secNs(t.UnixNano())
-	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p)[:1], sec, nsec, keepArg(t))
+	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p), sec, nsec, keepArg(t))
 	if s.local != nil {
 		_ = s.local.Accept(ctx, p, t) // reset a count the fallback may hold
 		if errors.Is(err, ErrUnavailable) {
@@ -160,7 +212,7 @@ func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error
 
 // pairStateOf reads p's whole state (for tests).
 func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
-	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p)[:1], 0, 0)
+	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p), 0, 0)
 	if err != nil {
 		return pairlimit.State{}, err
 	}

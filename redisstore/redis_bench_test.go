@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +27,7 @@ const benchPairs = 10_000
 // decisions in flight, and reports p50 and p99 latency. Run it with
 // -benchtime small and -count several: sub-benchmarks alternate.
 func BenchmarkDecision(b *testing.B) {
-	wapace, redisRate := benchOps(b)
+	wapace, redisRate, _ := benchOps(b)
 	for _, inflight := range []int{1, 64} {
 		for _, impl := range []struct {
 			name string
@@ -39,14 +41,15 @@ func BenchmarkDecision(b *testing.B) {
 }
 
 // benchOps returns one pair decision of this package (a Limiter's ReserveN
-// over the Store) and one redis_rate AllowN, on the same Redis.
-func benchOps(b *testing.B) (wapace, redisRate func(int) error) {
+// over the Store) and one redis_rate AllowN, on the same Redis, and the
+// client.
+func benchOps(b *testing.B) (wapace, redisRate func(int) error, rdb *redis.Client) {
 	opt, err := redis.ParseURL(redistest.URL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	opt.PoolSize = 128
-	rdb := redis.NewClient(opt)
+	rdb = redis.NewClient(opt)
 	b.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		b.Skip(err)
@@ -70,21 +73,22 @@ func benchOps(b *testing.B) (wapace, redisRate func(int) error) {
 		_, err := rl.AllowN(ctx, keys[i%benchPairs], limit, 1)
 		return err
 	}
-	return wapace, redisRate
+	return wapace, redisRate, rdb
 }
 
 // BenchmarkDecisionInterleaved measures the same two decisions in
 // alternating blocks (redisstore, redis_rate, redisstore, ...) so that a
 // loaded machine affects both alike, and logs per block and the medians:
-// decisions per second, p50 and p99 latency. Run with -benchtime 1x.
+// decisions per second, p50 and p99 latency, and Redis's own time per
+// script call (INFO commandstats, EVALSHA and EVAL). Run with -benchtime 1x.
 func BenchmarkDecisionInterleaved(b *testing.B) {
-	wapace, redisRate := benchOps(b)
-	const rounds, block = 7, 3000
+	wapace, redisRate, rdb := benchOps(b)
+	const rounds, block = 15, 3000
 	for _, inflight := range []int{1, 64} {
 		var ws, rs []blockResult
 		for range rounds {
-			ws = append(ws, measure(b, inflight, block, wapace))
-			rs = append(rs, measure(b, inflight, block, redisRate))
+			ws = append(ws, measureServer(b, rdb, inflight, block, wapace))
+			rs = append(rs, measureServer(b, rdb, inflight, block, redisRate))
 		}
 		var ratios []float64
 		for i := range ws {
@@ -101,6 +105,43 @@ func BenchmarkDecisionInterleaved(b *testing.B) {
 type blockResult struct {
 	perSec   float64
 	p50, p99 time.Duration
+	server   float64 // µs of Redis time per script call
+}
+
+// measureServer is measure, adding Redis's time per script call.
+func measureServer(b *testing.B, rdb *redis.Client, inflight, n int, op func(int) error) blockResult {
+	calls0, usec0 := scriptStats(b, rdb)
+	r := measure(b, inflight, n, op)
+	calls1, usec1 := scriptStats(b, rdb)
+	if calls1 > calls0 {
+		r.server = float64(usec1-usec0) / float64(calls1-calls0)
+	}
+	return r
+}
+
+// scriptStats returns the calls and µs of EVALSHA and EVAL so far.
+func scriptStats(b *testing.B, rdb *redis.Client) (calls, usec int64) {
+	s, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(s) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls += n
+			case "usec":
+				usec += n
+			}
+		}
+	}
+	return calls, usec
 }
 
 func summary(rs []blockResult) string {
@@ -115,7 +156,9 @@ func summary(rs []blockResult) string {
 	a, a0, a1 := med(func(r blockResult) float64 { return r.perSec })
 	p, p0, p1 := med(func(r blockResult) float64 { return float64(r.p50.Microseconds()) })
 	q, q0, q1 := med(func(r blockResult) float64 { return float64(r.p99.Microseconds()) })
-	return fmt.Sprintf("%.0f decisions/s (%.0f-%.0f), p50 %.0f µs (%.0f-%.0f), p99 %.0f µs (%.0f-%.0f)", a, a0, a1, p, p0, p1, q, q0, q1)
+	s, s0, s1 := med(func(r blockResult) float64 { return r.server })
+	return fmt.Sprintf("%.0f decisions/s (%.0f-%.0f), p50 %.0f µs (%.0f-%.0f), p99 %.0f µs (%.0f-%.0f), Redis %.1f µs/call (%.1f-%.1f)",
+		a, a0, a1, p, p0, p1, q, q0, q1, s, s0, s1)
 }
 
 // measure runs op n times from inflight goroutines.

@@ -11,58 +11,71 @@ import "github.com/redis/go-redis/v9"
 // set, 2: h is set; unset means zero). Offsets keep the scripts in plain
 // Lua numbers (doubles, exact to 2^53 ns, about 104 days; the base moves
 // to the instant of any call more than a day from it). IDs are the caller's instant in
-// microseconds, or hw + 1 if that is not higher; Cancel also checks
-// Ticket.End, as pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT writes it
-// with its expiry.
+// microseconds, or hw + 1 if that is not higher (below 2^53 until the year
+// 2255, so exact as doubles); Cancel also checks Ticket.End, as
+// pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT
+// writes it with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
-// back as offsets from the base, which the Go side adds exactly.
+// back as offsets from the base, which the Go side adds exactly (Reserve's
+// come back as offsets from the caller's instant: after its rebase that
+// lies within a day of the base, so the difference is exact too).
+//
+// The scripts run once per decision, so they are written for Redis's CPU:
+// no closures, no number-to-string round trips, numbers passed to
+// redis.call as numbers (Redis formats an integral double as an integer).
 
-// pairPrelude loads the state and the caller's instant as offsets.
-const pairPrelude = `
-local E9 = 1000000000
+// newID is the next ID of a key whose highest yet is hw: the caller's
+// instant in microseconds when that is higher, else hw + 1. Instants after
+// 2255 (2^53 µs), which a double cannot count in microseconds, take hw + 1,
+// so that IDs stay exact and increasing.
+const newID = `
+local id = tsec * 1000000 + math.floor(tns / 1000)
+if id <= hw or id >= 9007199254740992 then id = hw + 1 end
+`
+
+// pairLoad loads the state and the caller's instant as offsets.
+const pairLoad = `
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local struct = rawget(_G, 'struct') -- absent from miniredis
 local raw = redis.call('GET', key)
-local bs, bn, d, h, topn, hwn, f, m, flags
+local bs, bn, d, h, top, hw, f, m, fl
 if raw then
   if struct then
-    bs, bn, d, h, topn, hwn, f, m, flags = struct.unpack('<ddddddddd', raw)
+    bs, bn, d, h, top, hw, f, m, fl = struct.unpack('<ddddddddd', raw)
   else
     local a = {string.match(raw, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
     for i = 1, 9 do a[i] = tonumber(a[i]) end
-    bs, bn, d, h, topn, hwn, f, m, flags = unpack(a)
+    bs, bn, d, h, top, hw, f, m, fl = unpack(a)
   end
+  if fl % 2 < 1 then d = nil end
+  if fl % 4 < 2 then h = nil end
 else
-  bs, bn, d, h, topn, hwn, f, m, flags = tsec, tns, 0, 0, 0, 0, 0, 0, 0
+  bs, bn, top, hw, f, m = tsec, tns, 0, 0, 0, 0
 end
-if flags % 2 < 1 then d = nil end
-if flags % 4 < 2 then h = nil end
-local top, hw = string.format('%d', topn), string.format('%d', hwn)
-local t = (tsec - bs) * E9 + (tns - bn)
--- off converts an instant given as seconds and nanoseconds to an offset.
-local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state, to expire at max(Due, Hold + memory) + |keep|:
--- for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
--- the server's), for keep < 0 that long after now (SET PX: simulated time).
-local function save(keep)
-  local fl = 0
-  if d then fl = fl + 1 end
-  if h then fl = fl + 2 end
-  local v
-  if struct then
-    v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, tonumber(top), tonumber(hw), f, m, fl)
-  else
-    v = string.format('%d %d %d %d %s %s %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
-  end
-  local u = d or t
-  if f > 0 and h then u = math.max(u, h + m) end
-  if keep >= 0 then
-    redis.call('SET', key, v, 'PXAT', string.format('%d', bs * 1000 + math.ceil((bn + u + keep) / 1000000)))
-  else
-    redis.call('SET', key, v, 'PX', string.format('%d', math.max(1, math.ceil((u - t - keep) / 1000000))))
-  end
+local t = (tsec - bs) * 1000000000 + (tns - bn)
+`
+
+// pairSave writes the state, to expire at max(Due, Hold + memory) + |keep|:
+// for keep >= 0 at that instant (SET PXAT: the caller's clock is close to
+// the server's), for keep < 0 that long after now (SET PX: simulated time).
+// It reads keep and the state's variables.
+const pairSave = `
+local fl, v = 0
+if d then fl = 1 end
+if h then fl = fl + 2 end
+if struct then
+  v = struct.pack('<ddddddddd', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
+else
+  v = string.format('%d %d %d %d %d %d %d %d %d', bs, bn, d or 0, h or 0, top, hw, f, m, fl)
+end
+local u = d or t
+if f > 0 and h and h + m > u then u = h + m end
+if keep >= 0 then
+  redis.call('SET', key, v, 'PXAT', bs * 1000 + math.ceil((bn + u + keep) / 1000000))
+else
+  redis.call('SET', key, v, 'PX', math.max(1, math.ceil((u - t - keep) / 1000000)))
 end
 `
 
@@ -72,7 +85,7 @@ end
 // whose refunds pass 1970, Accept and the read-only scripts keep the
 // stored base.)
 const pairRebase = `
-if t > 86400 * E9 or t < -86400 * E9 then
+if t > 86400000000000 or t < -86400000000000 then
   if d then d = d - t end
   if h then h = h - t end
   bs, bn, t = tsec, tns, 0
@@ -80,55 +93,63 @@ end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep (see save). Returns {ok, bs, bn, act, id, prevTop,
-// has prevDue (0 or 1), prevDue}, instants as offsets from (bs, bn), all
-// integers (exact: below 2^53).
-const pairReserveLua = pairPrelude + pairRebase + `
-local cost, maxWait, keep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+// maxWait (-1: none), keep (see pairSave). It returns the pair's state as
+// it found it (the packed string, empty for none), from which the Go side
+// derives the reservation as the script decided it (reserveFrom): Redis
+// answers with a string it already holds instead of building one. Where
+// the struct library is missing it returns {status, act, id, prevTop,
+// prevDue}: status 1 for reserved, plus 2 when there was a Due; act and
+// prevDue as offsets from t.
+const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
-local hasPrev, prevDue, prevTop = 0, 0, topn
-if d then hasPrev, prevDue = 1, d end
+local maxWait = tonumber(ARGV[4])
 if maxWait >= 0 and act - t > maxWait then
-  return {0, bs, bn, act, 0, prevTop, hasPrev, prevDue}
+  if struct then return raw or '' end
+  return {0, act - t, 0, 0, 0}
 end
-d = act + cost
-local id = math.max(tsec * 1000000 + math.floor(tns / 1000), hwn + 1)
-top, hw = string.format('%d', id), string.format('%d', id)
-save(keep)
-return {1, bs, bn, act, id, prevTop, hasPrev, prevDue}
+local status, prevDue, prevTop = 1, 0, top
+if d then status, prevDue = 3, d - t end
+d = act + tonumber(ARGV[3])
+` + newID + `
+top, hw = id, id
+local keep = tonumber(ARGV[5])
+` + pairSave + `
+if struct then return raw or '' end
+return {status, act - t, id, prevTop, prevDue}
 `
 
 // pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
 // ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
-const pairNextLua = pairPrelude + `
-if not raw or not d or d < t then return {} end
-return {bs, bn, string.format('%d', d)}
+const pairNextLua = pairLoad + `
+if not d or d < t then return {} end
+return {bs, bn, d}
 `
 
 // pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
 // Returns 1 when it gave back.
-const pairCancelLua = pairPrelude + `
+const pairCancelLua = pairLoad + `
 if not raw then return 0 end
-local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
-local want = off(ARGV[10], ARGV[11])
+local keep, id = tonumber(ARGV[3]), tonumber(ARGV[4])
+local e = (tonumber(ARGV[8]) - bs) * 1000000000 + (tonumber(ARGV[9]) - bn)
+if id == 0 or top ~= id or t > e then return 0 end
+local want = (tonumber(ARGV[10]) - bs) * 1000000000 + (tonumber(ARGV[11]) - bn)
 if h and h > want then want = h end
 if not d or d ~= want then return 0 end
 local pd = nil
-if ARGV[6] ~= "z" then pd = off(ARGV[6], ARGV[7]) end
+if ARGV[6] ~= "z" then pd = (tonumber(ARGV[6]) - bs) * 1000000000 + (tonumber(ARGV[7]) - bn) end
 if pd and h then d = math.max(pd, h) elseif pd then d = pd else d = h end
-top = prevTop
+top = tonumber(ARGV[5])
 -- expire relative to the later of t and the act: a refund passes t = 1970
-t = math.max(t, off(ARGV[8], ARGV[9]))
-save(keep)
+if e > t then t = e end
+` + pairSave + `
 return 1
 `
 
 // pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
 // memory, then the holds. Returns the hold in ns.
-const pairRefuseLua = pairPrelude + pairRebase + `
+const pairRefuseLua = pairLoad + pairRebase + `
 local keep = tonumber(ARGV[3])
 m = tonumber(ARGV[4])
 local hold = 0
@@ -137,76 +158,80 @@ if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) e
 h = math.max(h or t + hold, t + hold)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
-save(keep)
+` + pairSave + `
 return hold
 `
 
 // pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
 // t (sec, ns), keep.
-const pairAcceptLua = pairPrelude + `
-if raw and f > 0 then
-  f = 0
-  save(tonumber(ARGV[3]))
-end
+const pairAcceptLua = pairLoad + `
+if not raw or f == 0 then return 1 end
+f = 0
+local keep = tonumber(ARGV[3])
+` + pairSave + `
 return 1
 `
 
 // pairStateLua reads the whole state, for tests: {bs, bn, d, h, f, top},
 // "z" for an unset instant.
-const pairStateLua = pairPrelude + `
+const pairStateLua = pairLoad + `
 if not raw then return {"0", "0", "z", "z", "0", "0"} end
 local ds, hs = "z", "z"
 if d then ds = string.format('%d', d) end
 if h then hs = string.format('%d', h) end
-return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), top}
+return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), string.format('%d', top)}
 `
 
 // Bucket state, one hash per key, holding throughput.BucketState as
 // offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
 // Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
-// highest ID handed out, iv = Interval (absent: zero).
+// highest ID handed out, iv = Interval (absent: zero). IDs are Redis's
+// clock in microseconds, or hw + 1 if that is not higher. The expiry is
+// decided as a pair's (the caller tells whether its instant is near the
+// real clock), so a reservation makes four calls (HMGET, TIME, HSET,
+// PEXPIREAT) and a cancel or a hold three, instead of five and four.
 
-const bucketPrelude = `
-local E9 = 1000000000
+const bucketLoad = `
 local key = KEYS[1]
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local st = redis.call('HMGET', key, 'bs', 'bn', 'tat', 'hold', 'top', 'hw', 'iv')
 local bs, bn = tonumber(st[1]), tonumber(st[2])
-if not bs then bs, bn = tsec, tns end
-local t = (tsec - bs) * E9 + (tns - bn)
-local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), st[5] or "0", st[6] or "0"
+local found = bs ~= nil
+if not found then bs, bn = tsec, tns end
+local t = (tsec - bs) * 1000000000 + (tns - bn)
+local tat, hold, top, hw = tonumber(st[3]), tonumber(st[4]), tonumber(st[5]) or 0, tonumber(st[6]) or 0
 local iv = tonumber(st[7])
-local hadTat = st[3] ~= false
-local function off(sec, nsec) return (tonumber(sec) - bs) * E9 + (tonumber(nsec) - bn) end
--- save writes the state and expires the key at max(TAT, Hold) + keep.
-local function save(keep)
-  if hadTat and not tat then redis.call('HDEL', key, 'tat') end
-  local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
-  if tat then fields[9] = 'tat'; fields[10] = string.format('%d', tat) end
-  if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = string.format('%d', hold) end
-  if iv then fields[#fields + 1] = 'iv'; fields[#fields + 1] = string.format('%d', iv) end
-  redis.call('HSET', key, unpack(fields))
-  local u = math.max(tat or t, hold or t)
-  local tm = redis.call('TIME')
-  local sec = tonumber(tm[1])
-  local ms
-  if math.abs(tsec - sec) > 3600 then
-    ms = sec * 1000 + math.floor(tonumber(tm[2]) / 1000) + math.ceil((u - t) / 1000000)
-  else
-    ms = bs * 1000 + math.ceil((bn + u) / 1000000)
-  end
-  redis.call('PEXPIREAT', key, ms + math.ceil(keep / 1000000))
-  return tm
+local hadTat = tat ~= nil
+`
+
+// bucketSave writes the state and expires the key keep after max(TAT,
+// Hold): for keep >= 0 at that instant (PEXPIREAT: the caller's clock is
+// close to the server's), for keep < 0 that long after now (PEXPIRE:
+// simulated time), as a pair's. It reads keep and the state's variables.
+const bucketSave = `
+if hadTat and not tat then redis.call('HDEL', key, 'tat') end
+local fields = {'bs', bs, 'bn', bn, 'top', top, 'hw', hw}
+if tat then fields[#fields + 1] = 'tat'; fields[#fields + 1] = tat end
+if hold then fields[#fields + 1] = 'hold'; fields[#fields + 1] = hold end
+if iv then fields[#fields + 1] = 'iv'; fields[#fields + 1] = iv end
+redis.call('HSET', key, unpack(fields))
+local u, uh = tat or t, hold or t
+if uh > u then u = uh end
+if keep >= 0 then
+  redis.call('PEXPIREAT', key, bs * 1000 + math.ceil((bn + u + keep) / 1000000))
+else
+  redis.call('PEXPIRE', key, math.ceil((u - t - keep) / 1000000))
 end
 `
 
 // bucketReserveLua is throughput.Store.Reserve. ARGV: t (sec, ns), n,
-// interval, burst, maxWait (-1: none), keep. Returns {ok, bs, bn, act, id,
-// prevTop, prevTAT or "z"}, instants as offsets from (bs, bn).
-const bucketReserveLua = bucketPrelude + `
+// interval, burst, maxWait (-1: none), keep (see bucketSave). Returns {ok,
+// bs, bn, act, id, prevTop, prevTAT or "z"}, instants as offsets from (bs,
+// bn).
+const bucketReserveLua = bucketLoad + `
 local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
-if t > 86400 * E9 or t < -86400 * E9 then
+if t > 86400000000000 or t < -86400000000000 then
   -- move the base to t: offsets past 2^53 ns (104 days) lose nanoseconds
   if tat then tat = tat - t end
   if hold then hold = hold - t end
@@ -222,38 +247,38 @@ local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
 local prevTat, prevTop = "z", top
-if tat then prevTat = string.format('%d', tat) end
+if tat then prevTat = tat end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
-  return {0, bs, bn, string.format('%d', act), "0", prevTop, prevTat}
+  return {0, bs, bn, act, 0, prevTop, prevTat}
 end
 tat = base + n * interval
 iv = interval
 local tm = redis.call('TIME')
-top = string.format('%d', math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), tonumber(hw) + 1))
-hw = top
-save(keep)
-return {1, bs, bn, string.format('%d', act), top, prevTop, prevTat}
+local id = math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), hw + 1)
+top, hw = id, id
+` + bucketSave + `
+return {1, bs, bn, act, top, prevTop, prevTat}
 `
 
 // bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
-const bucketCancelLua = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-` + bucketPrelude + `
-local keep, id, prevTop = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-if id == "0" or top ~= id or t > off(ARGV[8], ARGV[9]) then return 0 end
-if ARGV[6] == "z" then tat = nil else tat = off(ARGV[6], ARGV[7]) end
-top = prevTop
-save(keep)
+const bucketCancelLua = bucketLoad + `
+if not found then return 0 end
+local keep, id = tonumber(ARGV[3]), tonumber(ARGV[4])
+if id == 0 or top ~= id or t > (tonumber(ARGV[8]) - bs) * 1000000000 + (tonumber(ARGV[9]) - bn) then return 0 end
+if ARGV[6] == "z" then tat = nil else tat = (tonumber(ARGV[6]) - bs) * 1000000000 + (tonumber(ARGV[7]) - bn) end
+top = tonumber(ARGV[5])
+` + bucketSave + `
 return 1
 `
 
 // bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
 // Returns {bs, bn, hold}.
-const bucketHoldLua = bucketPrelude + `
+const bucketHoldLua = bucketLoad + `
 hold = math.max(hold or t, t)
-save(tonumber(ARGV[3]))
-return {bs, bn, string.format('%d', hold)}
+local keep = tonumber(ARGV[3])
+` + bucketSave + `
+return {bs, bn, hold}
 `
 
 // Tier state: KEYS[1] a sorted set of recipient keys scored by the offset
@@ -267,12 +292,13 @@ local E9 = 1000000000
 local tsec, tns = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
 local es, en = tonumber(ep[1]), tonumber(ep[2])
-local function tierExpire(window, keep)
+-- tierExpire expires both keys keep after the newest count leaves the
+-- window; tm is Redis's TIME, read once by the claim.
+local function tierExpire(window, keep, tm)
   local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   if not top[2] then return end
   local u = tonumber(top[2]) + window
   local t = (tsec - es) * E9 + (tns - en)
-  local tm = redis.call('TIME')
   local sec = tonumber(tm[1])
   local ms
   if math.abs(tsec - sec) > 3600 then
@@ -321,7 +347,7 @@ local cur = redis.call('ZSCORE', KEYS[1], to)
 if cur and tonumber(cur) > from then
   local at = math.max(tonumber(cur), t)
   if at ~= tonumber(cur) then redis.call('ZADD', KEYS[1], string.format('%d', at), to) end
-  tierExpire(window, keep)
+  tierExpire(window, keep, tm)
   return {1, es, en, string.format('%d', at), 0}
 end
 if limit > 0 then
@@ -330,7 +356,7 @@ if limit > 0 then
   local n = redis.call('ZCOUNT', KEYS[1], f, '+inf')
   if n < limit then
     redis.call('ZADD', KEYS[1], string.format('%d', t), to)
-    tierExpire(window, keep)
+    tierExpire(window, keep, tm)
     return {1, es, en, string.format('%d', t), 1}
   end
   local old = redis.call('ZRANGEBYSCORE', KEYS[1], f, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

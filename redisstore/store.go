@@ -114,15 +114,9 @@ func (s *Store) Prefix() string { return s.prefix }
 // run runs script with the Store's timeout and maps failures to
 // *UnavailableError.
 func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if s.timeout > 0 {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.timeout)
-			defer cancel()
-		}
+	ctx, cancel := s.bound(ctx)
+	if cancel != nil {
+		defer cancel()
 	}
 	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil {
@@ -131,18 +125,70 @@ func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []str
 	return v, nil
 }
 
-// runRO is run for scripts that only read. It uses EVALSHA, not
-// EVALSHA_RO, so that servers before Redis 7 run it too.
-func (s *Store) runRO(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
+// bound returns ctx bounded by the Store's timeout, and the CancelFunc to
+// call when it made a new context.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if s.timeout > 0 {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.timeout {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.timeout)
-			defer cancel()
+			return context.WithTimeout(ctx, s.timeout)
 		}
+	}
+	return ctx, nil
+}
+
+// hotScript is a script run on the hot path by runKey, with its hash and
+// source boxed once.
+type hotScript struct {
+	sha, src any
+}
+
+func newHotScript(sc *redis.Script, src string) hotScript {
+	return hotScript{sha: sc.Hash(), src: src}
+}
+
+// Boxed once: the first words of every EVALSHA of one key.
+var (
+	evalshaArg any = "evalsha"
+	evalArg    any = "eval"
+	oneKeyArg  any = 1
+)
+
+// runKey is run for a hotScript on one key: cmd is its whole command, with
+// its first four places (EVALSHA, the hash, the key count, the key) filled
+// in here but for the key, so that a decision builds one argument list
+// rather than three (go-redis's Script.Run copies keys and arguments into
+// a list of its own). Like Script.Run it sends EVALSHA, then EVAL when the
+// server lost the script.
+func (s *Store) runKey(ctx context.Context, op string, sc hotScript, cmd []any) (any, error) {
+	ctx, cancel := s.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	cmd[0], cmd[1], cmd[2] = evalshaArg, sc.sha, oneKeyArg
+	c := redis.NewCmd(ctx, cmd...)
+	c.SetFirstKeyPos(3)
+	err := s.rdb.Process(ctx, c)
+	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+		cmd[0], cmd[1] = evalArg, sc.src
+		c = redis.NewCmd(ctx, cmd...)
+		c.SetFirstKeyPos(3)
+		err = s.rdb.Process(ctx, c)
+	}
+	if err != nil {
+		return nil, &UnavailableError{Op: op, Err: err}
+	}
+	return c.Val(), nil
+}
+
+// runRO is run for scripts that only read. It uses EVALSHA, not
+// EVALSHA_RO, so that servers before Redis 7 run it too.
+func (s *Store) runRO(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
+	ctx, cancel := s.bound(ctx)
+	if cancel != nil {
+		defer cancel()
 	}
 	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

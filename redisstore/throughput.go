@@ -35,6 +35,15 @@ func (th *Throughput) tierKeys(key string) []string {
 // bucketKeep is how long a bucket's key outlives its state.
 const bucketKeep = time.Second + SkewAllowance
 
+// bucketKeepArg tells a bucket script how to expire the key for a call at
+// t, as keepArg does for a pair's.
+func bucketKeepArg(t time.Time) any { return keepFor(t, bucketKeepAbs, bucketKeepRel) }
+
+var (
+	bucketKeepAbs any = int64(bucketKeep)
+	bucketKeepRel any = -int64(bucketKeep)
+)
+
 // Reserve implements [throughput.Store]: BucketState.Reserve in one script.
 func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughput.BucketTicket, bool, error) {
 	wait := int64(-1)
@@ -43,7 +52,7 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 	}
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "bucket reserve", bucketReserve, th.bucketKey(key),
-		sec, nsec, n, int64(max(interval, 0)), burst, wait, int64(bucketKeep))
+		sec, nsec, n, int64(max(interval, 0)), burst, wait, bucketKeepArg(t))
 	if th.fallback(err) {
 		return th.localReserve(ctx, key, t, n, interval, burst, maxWait)
 	}
@@ -77,7 +86,7 @@ func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk th
 		ps, pn = secNs(tk.PrevTAT)
 	}
 	as, an := secNs(tk.Act)
-	v, err := th.s.run(ctx, "bucket cancel", bucketCancel, th.bucketKey(key), sec, nsec, int64(bucketKeep),
+	v, err := th.s.run(ctx, "bucket cancel", bucketCancel, th.bucketKey(key), sec, nsec, bucketKeepArg(t),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), ps, pn, as, an)
 	if err != nil {
 		return false, err
@@ -89,7 +98,7 @@ func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk th
 // Hold implements [throughput.Store]: BucketState.Extend in one script.
 func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (time.Time, error) {
 	sec, nsec := secNs(until.UnixNano())
-	v, err := th.s.run(ctx, "bucket hold", bucketHold, th.bucketKey(key), sec, nsec, int64(bucketKeep))
+	v, err := th.s.run(ctx, "bucket hold", bucketHold, th.bucketKey(key), sec, nsec, bucketKeepArg(until))
 	if th.fallback(err) {
 		return th.s.localTP.Hold(ctx, key, until)
 	}
