@@ -234,13 +234,82 @@ func (l *Limiter) Reserve(p Pair) Reservation {
 // the burst cap, n < 1, the zero pair, a store that failed) is not OK and
 // reserved nothing; its Err says why. With the default store ReserveN does
 // not allocate.
-func (l *Limiter) ReserveN(t time.Time, p Pair, n int) Reservation {
-	if l.ready.Load() && l.mem != nil && n >= 1 && n <= l.burstCap && p.from != 0 && p.to != 0 {
-		// The hot path: the built-in store, nothing to check further.
-		tk, _ := l.mem.reserveKeys(p.from, p.to, t.UnixNano(), l.cost(n), InfDuration)
-		return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
+func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
+	m := l.mem
+	if !l.ready.Load() || m == nil || n < 1 || n > l.burstCap || p.from == 0 || p.to == 0 {
+		return l.reserve(context.Background(), t, p, n, InfDuration)
 	}
-	return l.reserve(context.Background(), t, p, n, InfDuration)
+	// The hot path, the built-in store's Reserve written out here so that
+	// a call costs one function call: a pair held in the shard's table of
+	// its number (first or last used), whose Due fits its slot before and
+	// after. Anything else takes reserveLocked, the general path. It
+	// applies State.Reserve exactly, as the general path does.
+	at, cost := t.UnixNano(), l.cost(n)
+	h := m.hash(p.from, p.to)
+	sh := &m.shards[h>>(64-shardBits)]
+	hb := h << shardBits
+	if !sh.mu.TryLock() {
+		return l.reserveWaiting(sh, p, n, hb, at, cost) // no call is left on the hot path
+	}
+	tb := &sh.own
+	if tb.from != p.from {
+		tb = sh.last
+	}
+	if tb != nil && tb.from == p.from && len(tb.slots) != 0 {
+		size := uint64(len(tb.slots))
+		i, _ := bits.Mul64(hb, size)
+		for i < size { // always: it tells the compiler so
+			s := &tb.slots[i]
+			if s.key != p.to {
+				if s.key == 0 {
+					break // not held: the general path adds it
+				}
+				if i++; i == size {
+					i = 0
+				}
+				continue
+			}
+			w := s.w
+			d := w & dueMask
+			if d == dueFar {
+				break // the Due is in the side map
+			}
+			due := tb.epoch + int64(d)
+			if d == 0 {
+				due = math.MinInt64 // owes nothing
+			}
+			act := max(at, due)
+			end := addSat(act, int64(cost))
+			off := uint64(end) - uint64(tb.epoch)
+			if end <= tb.epoch || off >= dueFar {
+				break // the new Due does not fit the slot
+			}
+			id := m.nextID(sh)
+			s.w = id<<dueBits | off
+			// The result is written before any call (the sweep, a woken
+			// waiter), so that nothing else must live across them.
+			r = Reservation{lim: l, pair: p, ok: true, n: n,
+				tk: Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
+			if d == 0 {
+				tb.wrote(end) // a Due rises from nothing: the sweep must know
+			}
+			if sh.ops++; sh.ops%sweepEvery == 0 {
+				m.sweepStep(sh, tb, at)
+			}
+			sh.mu.Unlock()
+			return r
+		}
+	}
+	tk, _ := m.reserveLocked(sh, p.from, p.to, hb, at, cost, InfDuration)
+	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
+}
+
+// reserveWaiting is ReserveN's hot path when the shard's lock is taken:
+// it waits for the lock and takes the general path.
+func (l *Limiter) reserveWaiting(sh *memShard, p Pair, n int, hb uint64, at int64, cost time.Duration) Reservation {
+	sh.mu.Lock()
+	tk, _ := l.mem.reserveLocked(sh, p.from, p.to, hb, at, cost, InfDuration)
+	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 }
 
 func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWait time.Duration) Reservation {

@@ -42,7 +42,7 @@ type MemoryStore struct {
 	clock  clock.Clock
 	seed   uint64
 	_      [40]byte      // read on every call: alone on its cache line
-	rot    atomic.Uint32 // the next shard a cross-shard sweep visits
+	rot    atomic.Uint32 // the last shard a cross-shard sweep visited
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
 	_      [48]byte      // shards start on a cache line
 	shards [memShards]memShard
@@ -75,7 +75,14 @@ type memShard struct {
 	now  int64                 // latest instant asked, as of the last sweep step; protected by mu
 	last *pairTable            // the other table used last; protected by mu
 	tabs map[uint64]*pairTable // the other tables, by business number; protected by mu
-	_    [56]byte
+
+	// low is a lower bound of every Due in the shard, or 0: written with
+	// mu held, read by other shards' sweeps without it, so that a shard
+	// where nothing can have expired is passed over without taking its
+	// lock. Writing a Due lowers it (pairTable.wrote); a sweep of a
+	// shard's only table sets it to the table's floor.
+	low atomic.Int64
+	_   [40]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
@@ -98,6 +105,7 @@ type pairTable struct {
 	cursor    int32               // next slot the incremental sweep examines
 	clk       int64               // the clock when last read by the sweep
 	holds     map[uint64]holdInfo // recipients with a 131056 count or hold, or a far Due
+	low       *atomic.Int64       // the shard's low
 }
 
 // slot is one pair's state; key 0 is empty. w holds Top in its top 16
@@ -261,7 +269,7 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 	}
 	clk := m.clockNow()
 	*tb = pairTable{from: from, clk: clk, epoch: satSub(min(t, clk), epochBack),
-		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64}
+		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64, low: &sh.low}
 	return tb
 }
 
@@ -310,7 +318,12 @@ func (tb *pairTable) encode(due int64) (uint64, bool) {
 }
 
 // wrote records that a slot's Due became d.
-func (tb *pairTable) wrote(d int64) { tb.passWrote = min(tb.passWrote, d) }
+func (tb *pairTable) wrote(d int64) {
+	tb.passWrote = min(tb.passWrote, d)
+	if tb.low != nil && d < tb.low.Load() {
+		tb.low.Store(d)
+	}
+}
 
 // floor returns a lower bound of every Due in the table.
 func (tb *pairTable) floor() int64 { return min(tb.minDue, tb.passWrote) }
@@ -476,6 +489,12 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 	if sh.ops++; sh.ops%sweepEvery != 0 {
 		return
 	}
+	m.sweepStep(sh, tb, t)
+}
+
+// sweepStep is step's work on every sweepEvery-th call. Called with sh.mu
+// held.
+func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 	sh.now = max(sh.now, t)
 	m.sweep(sh, tb, sweepSlots)
 	if sh.ops%crossEvery == 0 {
@@ -485,8 +504,11 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 
 // cross sweeps the tables of the next shards in turn (sh's own other
 // tables included when its turn comes), skipping shards whose lock is
-// taken. Called with sh.mu held: TryLock never waits, so shards never
-// deadlock.
+// taken, and those whose low bound says nothing can have expired (one
+// atomic load instead of taking the lock). The turn moves on once per call
+// by the shards visited: two sweeps at once may visit the same shards and
+// pass over as many others for a turn. Called with sh.mu held: TryLock
+// never waits, so shards never deadlock.
 func (m *MemoryStore) cross(sh *memShard) {
 	for {
 		cur := m.now.Load()
@@ -494,9 +516,16 @@ func (m *MemoryStore) cross(sh *memShard) {
 			break
 		}
 	}
+	limit := max(sh.now, m.now.Load()) - int64(KeepAfterDue)
 	budget := crossSlots
-	for tries := 0; budget > 0 && tries < 8; tries++ {
-		o := &m.shards[m.rot.Add(1)%memShards]
+	next := m.rot.Load()
+	visits := uint32(0)
+	for ; budget > 0 && visits < 8; visits++ {
+		o := &m.shards[(next+visits+1)%memShards]
+		if limit < o.low.Load() {
+			budget-- // nothing can have expired, as sweep would find
+			continue
+		}
 		if o != sh && !o.mu.TryLock() {
 			continue
 		}
@@ -513,6 +542,7 @@ func (m *MemoryStore) cross(sh *memShard) {
 			o.mu.Unlock()
 		}
 	}
+	m.rot.Add(visits)
 }
 
 // sweep examines up to k slots from the cursor, deleting expired states,
@@ -526,6 +556,9 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 		return len(tb.slots)
 	}
 	floor := tb.floor()
+	if tb == &sh.own && len(sh.tabs) == 0 && sh.low.Load() != floor {
+		sh.low.Store(floor) // it bounds every Due in the shard
+	}
 	if asked-int64(KeepAfterDue) < floor {
 		return 1 // nothing can have expired
 	}
@@ -616,7 +649,17 @@ func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Tic
 }
 
 func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
-	sh, hb := m.lock(from, to)
+	h := m.hash(from, to)
+	sh := &m.shards[h>>(64-shardBits)]
+	sh.mu.Lock()
+	return m.reserveLocked(sh, from, to, h<<shardBits, t, cost, maxWait)
+}
+
+// reserveLocked is reserveKeys after the lock, and the general path of
+// Limiter.ReserveN's hot path: a new pair, a Due kept in the side map, a
+// table other than the last used, a maximum wait. Called with sh.mu held;
+// it unlocks it.
+func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
 	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
 	old := State{Due: due, Top: s.w >> dueBits}
@@ -633,7 +676,7 @@ func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.D
 		if s.w&dueMask == 0 {
 			tb.wrote(st.Due) // a Due rises from nothing: the sweep must know
 		}
-		s.w = st.Top<<dueBits | d // the hot path: one word
+		s.w = st.Top<<dueBits | d
 	} else {
 		full := tb.state(s)
 		full.Due, full.Top = st.Due, st.Top

@@ -23,11 +23,16 @@
 // is given back only while no later reservation stands on it, checked in
 // the same script that restores the state. A pair's reservation IDs are the
 // caller's instant in microseconds, or one more than the highest ID the key
-// handed out, and a give-back also checks that the pair still owes what
+// handed out (from 1 again where that would reach 2^53, after 2255), and a
+// give-back also checks that the pair still owes what
 // the ticket left it (pairlimit.Ticket.End), so a stale ticket never undoes
 // a later reservation. A pair's reservation answers with the state it
-// found, from which the Go side derives the ticket by the same rule
-// ([pairlimit.State.Reserve]): Redis sends a string it already holds.
+// found (Redis sends a string it already holds), alone when it reserved
+// and in an array of one when it refused, so that the decision is always
+// the script's; the Go side derives the ticket from that state by the
+// script's own arithmetic, which is [pairlimit.State.Reserve] exactly
+// while debts and instants lie within 104 days of each other. A Due
+// saturates at the largest instant, as State.Reserve's does.
 //
 // Instants are the caller's (explicit time, so that the same code runs
 // under simulated time). Lua numbers are doubles, exact to 2^53: a state

@@ -31,9 +31,10 @@ func secNs(n int64) (int64, int64) {
 	return n / 1e9, n % 1e9
 }
 
-// fromBase returns base (seconds, nanoseconds) + offset, from a reply.
+// fromBase returns base (seconds, nanoseconds) + offset, from a reply,
+// saturating at the int64 range (a Due saturates at its largest instant).
 func fromBase(a []any, i int) int64 {
-	return replyInt(a, i)*1e9 + replyInt(a, i+1) + replyInt(a, i+2)
+	return offsetAt(float64(replyInt(a, i)), float64(replyInt(a, i+1)), float64(replyInt(a, i+2)))
 }
 
 // Reserve implements [pairlimit.Store]: State.Reserve in one script.
@@ -65,54 +66,151 @@ var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
 var errReply = errors.New("unexpected script reply")
 
 // reserveFrom turns pairReserveLua's answer v to a call at tn into the
-// reservation and whether it was made. From the pair's state as the script
-// found it, it decides as the script did: pairlimit.State.Reserve, with
-// the ID rule of newID and the maxWait test. From the script's own five
-// integers (miniredis) it reads them. shape reports whether v was either.
+// reservation and whether it was made. The script answers with the pair's
+// state as it found it: alone when it reserved, in an array of one when it
+// refused, so that the decision is the script's own. From that state the
+// Go side replays the script's arithmetic on the same doubles (the base's
+// move, act = max(t, Due), Due = act + cost saturating at the largest
+// instant, the ID rule of newID): within 2^53 ns of the base that is
+// pairlimit.State.Reserve exactly, and beyond it (debts or instants more
+// than 104 days apart) it still names the Due the script stored. From the
+// script's own five integers (miniredis) it reads them. shape reports
+// whether v was either.
 func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
 	switch x := v.(type) {
 	case string:
-		var st pairlimit.State
-		var hw uint64
-		switch len(x) {
-		case 0: // no state
-		case 72:
-			f := func(i int) float64 {
-				return math.Float64frombits(binary.LittleEndian.Uint64([]byte(x[8*i : 8*i+8])))
+		return replayReserve(x, tn, cost)
+	case []any:
+		if len(x) == 1 {
+			raw, isStr := x[0].(string)
+			if !isStr {
+				return tk, false, false
 			}
-			if uint64(f(8))&1 != 0 {
-				st.Due = int64(f(0))*1e9 + int64(f(1)) + int64(f(2))
+			var st packedPair
+			if !st.decode(raw) {
+				return tk, false, false
 			}
-			st.Top, hw = uint64(f(4)), uint64(f(5))
-		default:
-			return tk, false, false
-		}
-		if act := st.Next(tn); maxWait < pairlimit.InfDuration && act-tn > int64(max(maxWait, 0)) {
+			act := tn
+			if st.hasDue {
+				act = max(tn, offsetAt(st.bs, st.bn, st.d))
+			}
 			return pairlimit.Ticket{Act: act}, false, true
 		}
-		id := uint64(tn / 1000)
-		if id <= hw || id >= 1<<53 {
-			id = hw + 1
-		}
-		_, tk = st.Reserve(tn, cost, id)
-		return tk, true, true
-	case []any:
 		if len(x) != 5 {
 			return tk, false, false
 		}
 		r := func(i int) int64 { return replyInt(x, i) }
-		tk.Act = tn + r(1)
+		tk.Act = satAdd(tn, r(1))
 		if r(0)&1 == 0 {
 			return tk, false, true
 		}
 		tk.ID, tk.PrevTop = uint64(r(2)), uint64(r(3))
-		tk.End = tk.Act + int64(max(cost, 0)) // the Due the script set
+		tk.End = satAdd(tk.Act, int64(max(cost, 0))) // the Due the script set
 		if r(0)&2 != 0 {
-			tk.PrevDue = tn + r(4)
+			tk.PrevDue = satAdd(tn, r(4))
 		}
 		return tk, true, true
 	}
 	return tk, false, false
+}
+
+// packedPair is the part of a packed pair state that Reserve reads.
+type packedPair struct {
+	bs, bn, d float64
+	top, hw   uint64
+	hasDue    bool
+}
+
+// decode reads raw as pairSave packs it ("" for no state).
+func (st *packedPair) decode(raw string) bool {
+	switch len(raw) {
+	case 0:
+		return true
+	case 72:
+		f := func(i int) float64 {
+			return math.Float64frombits(binary.LittleEndian.Uint64([]byte(raw[8*i : 8*i+8])))
+		}
+		st.bs, st.bn, st.d = f(0), f(1), f(2)
+		st.top, st.hw = uint64(f(4)), uint64(f(5))
+		st.hasDue = uint64(f(8))&1 != 0
+		return true
+	}
+	return false
+}
+
+// replayReserve is the reservation pairReserveLua made at tn on the state
+// raw, computed with the script's doubles. Each float64 conversion rounds
+// as Lua does, and forbids a fused multiply-add.
+func replayReserve(raw string, tn int64, cost time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+	var st packedPair
+	if !st.decode(raw) {
+		return tk, false, false
+	}
+	tsec, tns := float64(tn/1e9), float64(tn%1e9)
+	bs, bn := tsec, tns
+	if len(raw) > 0 {
+		bs, bn = st.bs, st.bn
+	}
+	d := st.d
+	if st.hasDue {
+		tk.PrevDue = offsetAt(bs, bn, d)
+	}
+	t := float64((tsec-bs)*1e9) + (tns - bn)
+	if t > 86400e9 || t < -86400e9 {
+		if st.hasDue {
+			d -= t
+		}
+		bs, bn, t = tsec, tns, 0
+	}
+	act := t
+	if st.hasDue && d > t {
+		act = d
+	}
+	d = act + float64(max(cost, 0))
+	if lim := float64((9223372036-bs)*1e9) + (854775807 - bn); d > lim {
+		d = lim
+	}
+	id := uint64(tn / 1000)
+	if id <= st.hw || id >= 1<<53 {
+		id = st.hw + 1
+	}
+	if id >= 1<<53 {
+		id = 1
+	}
+	tk.ID, tk.PrevTop = id, st.top
+	tk.Act, tk.End = offsetAt(bs, bn, act), offsetAt(bs, bn, d)
+	return tk, true, true
+}
+
+// satAdd is a + b, saturating at the int64 range.
+func satAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}
+
+// offsetAt is the instant at offset off (ns, integral) from the base (bs
+// seconds, bn nanoseconds), saturating at the int64 range.
+func offsetAt(bs, bn, off float64) int64 {
+	base := int64(bs)*1e9 + int64(bn)
+	switch {
+	case off >= 1<<63:
+		return math.MaxInt64
+	case off <= -(1 << 63):
+		return math.MinInt64
+	}
+	o := int64(off)
+	if o > 0 && base > math.MaxInt64-o {
+		return math.MaxInt64
+	}
+	if o < 0 && base < math.MinInt64-o {
+		return math.MinInt64
+	}
+	return base + o
 }
 
 // Arguments boxed once.
@@ -193,8 +291,11 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 	if err != nil {
 		return 0, err
 	}
-	n, _ := v.(int64)
-	return time.Duration(n), nil
+	i, _ := v.(int64)
+	if i < 0 || i >= int64(len(holds)) {
+		return 0, nil
+	}
+	return max(holds[i], 0), nil
 }
 
 // Accept implements [pairlimit.Store]: State.Accept in one script.

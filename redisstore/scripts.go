@@ -17,9 +17,12 @@ import "github.com/redis/go-redis/v9"
 // writes it with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
-// back as offsets from the base, which the Go side adds exactly (Reserve's
-// come back as offsets from the caller's instant: after its rebase that
-// lies within a day of the base, so the difference is exact too).
+// back as offsets from the base, which the Go side adds exactly (Reserve
+// answers with the state it found, and the Go side replays its doubles:
+// see reserveFrom). Offsets are exact below 2^53 ns; a Due saturates at
+// the offset of the largest int64 instant, so that every reply stays
+// within an int64 (Redis turns a Lua number of 2^63 or more into the
+// smallest int64).
 //
 // The scripts run once per decision, so they are written for Redis's CPU:
 // no closures, no number-to-string round trips, numbers passed to
@@ -28,10 +31,13 @@ import "github.com/redis/go-redis/v9"
 // newID is the next ID of a key whose highest yet is hw: the caller's
 // instant in microseconds when that is higher, else hw + 1. Instants after
 // 2255 (2^53 µs), which a double cannot count in microseconds, take hw + 1,
-// so that IDs stay exact and increasing.
+// so that IDs stay exact; an ID that would reach 2^53, where hw + 1 rounds
+// back to hw, starts again from 1 (Cancel's Due check covers an ID that
+// came round again, as for the memory store's 16-bit IDs).
 const newID = `
 local id = tsec * 1000000 + math.floor(tns / 1000)
 if id <= hw or id >= 9007199254740992 then id = hw + 1 end
+if id >= 9007199254740992 then id = 1 end
 `
 
 // pairLoad loads the state and the caller's instant as offsets.
@@ -94,23 +100,27 @@ end
 
 // pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
 // maxWait (-1: none), keep (see pairSave). It returns the pair's state as
-// it found it (the packed string, empty for none), from which the Go side
-// derives the reservation as the script decided it (reserveFrom): Redis
-// answers with a string it already holds instead of building one. Where
-// the struct library is missing it returns {status, act, id, prevTop,
-// prevDue}: status 1 for reserved, plus 2 when there was a Due; act and
-// prevDue as offsets from t.
+// it found it (the packed string, empty for none) when it reserved, and
+// that string in an array of one when it refused: the Go side takes the
+// decision from the shape and derives the reservation by the script's own
+// arithmetic (reserveFrom): Redis answers with a string it already holds
+// instead of building one. Where the struct library is missing it returns
+// {status, act, id, prevTop, prevDue}: status 1 for reserved, plus 2 when
+// there was a Due; act and prevDue as offsets from t. A Due saturates at
+// the offset of the largest int64 instant, as State.Reserve's sum does.
 const pairReserveLua = pairLoad + pairRebase + `
 local act = t
 if d and d > t then act = d end
 local maxWait = tonumber(ARGV[4])
 if maxWait >= 0 and act - t > maxWait then
-  if struct then return raw or '' end
+  if struct then return {raw or ''} end
   return {0, act - t, 0, 0, 0}
 end
 local status, prevDue, prevTop = 1, 0, top
 if d then status, prevDue = 3, d - t end
 d = act + tonumber(ARGV[3])
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if d > lim then d = lim end
 ` + newID + `
 top, hw = id, id
 local keep = tonumber(ARGV[5])
@@ -123,6 +133,8 @@ return {status, act - t, id, prevTop, prevDue}
 // ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
 const pairNextLua = pairLoad + `
 if not d or d < t then return {} end
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if d > lim then d = lim end
 return {bs, bn, d}
 `
 
@@ -148,18 +160,25 @@ return 1
 `
 
 // pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
-// memory, then the holds. Returns the hold in ns.
+// memory, then the holds. Returns the index of the hold it applied (-1
+// for none): the Go side reads the hold exactly from its own list, where a
+// hold of 2^63 ns or more would come back as the smallest int64. Hold and
+// Due saturate at the largest instant.
 const pairRefuseLua = pairLoad + pairRebase + `
 local keep = tonumber(ARGV[3])
 m = tonumber(ARGV[4])
-local hold = 0
+local hold, i = 0, -1
 local nh = #ARGV - 4
-if nh > 0 then hold = math.max(tonumber(ARGV[4 + math.min(f, nh - 1) + 1]), 0) end
-h = math.max(h or t + hold, t + hold)
+if nh > 0 then
+  i = math.min(f, nh - 1)
+  hold = math.max(tonumber(ARGV[5 + i]), 0)
+end
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+h = math.min(math.max(h or t + hold, t + hold), lim)
 d = math.max(d or h, h)
 if f < 4294967295 then f = f + 1 end
 ` + pairSave + `
-return hold
+return i
 `
 
 // pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
@@ -246,12 +265,16 @@ end
 local u = math.max(t, hold or t)
 local base = math.max(tat or u, u)
 local act = math.max(u, base + (n - burst) * interval)
+-- instants saturate at the largest int64 (Redis answers a Lua number of
+-- 2^63 or more as the smallest)
+local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
+if act > lim then act = lim end
 local prevTat, prevTop = "z", top
-if tat then prevTat = tat end
+if tat then prevTat = math.min(tat, lim) end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
   return {0, bs, bn, act, 0, prevTop, prevTat}
 end
-tat = base + n * interval
+tat = math.min(base + n * interval, lim)
 iv = interval
 local tm = redis.call('TIME')
 local id = math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), hw + 1)

@@ -60,14 +60,14 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 		return throughput.BucketTicket{}, false, err
 	}
 	a := replyArray(v)
-	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
-	tk := throughput.BucketTicket{Act: base + replyInt(a, 3)}
+	bs, bn := float64(replyInt(a, 1)), float64(replyInt(a, 2))
+	tk := throughput.BucketTicket{Act: offsetAt(bs, bn, float64(replyInt(a, 3)))}
 	if replyInt(a, 0) != 1 {
 		return tk, false, nil
 	}
 	tk.ID, tk.PrevTop = replyUint(a, 4), replyUint(a, 5)
 	if replyStr(a, 6) != "z" {
-		tk.PrevTAT = base + replyInt(a, 6)
+		tk.PrevTAT = offsetAt(bs, bn, float64(replyInt(a, 6)))
 	}
 	return tk, true, nil
 }

@@ -225,7 +225,8 @@ func (t *Tier) Count(now time.Time) int {
 	if t.limit == Unlimited {
 		return 0
 	}
-	return t.last.live - t.expireAt(now.UnixNano())
+	gone := t.expireAt(now.UnixNano()) // first: it drops the counts expired at the present
+	return t.last.live - gone
 }
 
 // current reports whether e is its recipient's latest admission.
