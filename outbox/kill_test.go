@@ -100,40 +100,85 @@ func TestKill9(t *testing.T) {
 	o.Close()
 	total := recipients * perRecipient
 
-	start := func() *exec.Cmd {
+	// start starts a sender process; its exit status arrives on the
+	// channel.
+	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+base)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return cmd
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd, exited
 	}
+	// watch polls Meta's count of accepted messages until done holds, and
+	// reports false once the count has stood still for two minutes (the
+	// sender hangs; an item that could not be submitted legitimately waits
+	// one). A stall, not a total time, bounds each phase: under -race the
+	// test took 119 s on a quiet 2-core machine and 187 s on a loaded one,
+	// so the fixed bounds it had (a minute a round, silently killing early,
+	// and two for the last sender) were a matter of load. (Polling every
+	// 2 ms also scanned the fake's log under its lock 500 times a second.)
+	watch := func(done func(accepted int) bool) bool {
+		last, since := -1, time.Now()
+		for {
+			n := meta.Accepted()
+			if done(n) {
+				return true
+			}
+			if n != last {
+				last, since = n, time.Now()
+			} else if time.Since(since) > 2*time.Minute {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	began := time.Now()
 	for round, at := range []int{total / 3, 2 * total / 3} {
-		cmd := start()
-		deadline := time.Now().Add(60 * time.Second)
-		for meta.Accepted() < at && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		cmd, exited := start()
+		var early error
+		ok := watch(func(n int) bool {
+			select {
+			case err := <-exited:
+				early = fmt.Errorf("exited before the kill: %v", err)
+				return true
+			default:
+				return n >= at
+			}
+		})
+		if early != nil {
+			t.Fatalf("round %d: sender %v", round, early)
 		}
 		if err := cmd.Process.Kill(); err != nil { // SIGKILL on Unix
 			t.Fatal(err)
 		}
-		_ = cmd.Wait()
-		t.Logf("round %d: killed at %d accepted", round, meta.Accepted())
-	}
-	cmd := start()
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.Wait() }()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("last sender: %v", err)
+		<-exited
+		if !ok {
+			t.Fatalf("round %d: the sender stalled at %d accepted", round, meta.Accepted())
 		}
-	case <-time.After(120 * time.Second):
-		cmd.Process.Kill()
-		<-errc
-		t.Fatal("last sender did not finish")
+		t.Logf("round %d: killed at %d accepted, %v in", round, meta.Accepted(), time.Since(began).Round(time.Millisecond))
 	}
+	cmd, exited := start()
+	var exit error
+	if !watch(func(int) bool {
+		select {
+		case exit = <-exited:
+			return true
+		default:
+			return false
+		}
+	}) {
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("the last sender stalled at %d accepted", meta.Accepted())
+	}
+	if exit != nil {
+		t.Fatalf("last sender: %v", exit)
+	}
+	t.Logf("the last sender finished %v in", time.Since(began).Round(time.Millisecond))
 
 	checkDelivery(t, meta, total, true)
 	o, err = outbox.Open(t.Context(), dsn)

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -70,7 +72,10 @@ func start(ctx context.Context, bin string) (*Server, error) {
 	go func() { s.err = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := ping(addr); err == nil {
+		// The port was free when probed, not necessarily when our server
+		// bound it: the server that answers must be ours, or a test could
+		// use (and kill) another test's Redis while ours exited.
+		if err := ping(addr, cmd.Process.Pid); err == nil {
 			return s, nil
 		}
 		select {
@@ -100,7 +105,9 @@ func (s *Server) Stop() {
 // Kill is Stop: the server dies at once, as in a crash.
 func (s *Server) Kill() { s.Stop() }
 
-func freePort() (int, error) {
+// freePort returns a TCP port free on 127.0.0.1 when asked (a variable
+// for tests).
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -109,23 +116,38 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping sends an inline PING and expects +PONG.
-func ping(addr string) error {
+// ping asks the server at addr for its process ID (INFO server) and
+// expects pid: a server that answers is up, and it is ours.
+func ping(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("redisserver: unexpected answer to PING: %q", line)
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 || n > 1<<20 {
+		return fmt.Errorf("redisserver: unexpected answer to INFO: %q", head)
 	}
-	return nil
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != strconv.Itoa(pid) {
+				return fmt.Errorf("redisserver: %s is another redis-server (pid %s, not %d)", addr, v, pid)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("redisserver: %s: INFO names no process_id", addr)
 }
