@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // Errors a reservation or a wait can fail with, matchable with errors.Is.
@@ -172,7 +173,7 @@ func (l *Limiter) cost(n int) time.Duration {
 	if hi != 0 || lo > math.MaxInt64 {
 		return InfDuration
 	}
-	return time.Duration(addSat(int64(lo), l.margin))
+	return time.Duration(sat.Add(int64(lo), l.margin))
 }
 
 // Len returns the number of pairs the limiter's own memory store holds
@@ -280,7 +281,7 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 				due = math.MinInt64 // owes nothing
 			}
 			act := max(at, due)
-			end := addSat(act, int64(cost))
+			end := sat.Add(act, int64(cost))
 			off := uint64(end) - uint64(tb.epoch)
 			if end <= tb.epoch || off >= dueFar {
 				break // the new Due does not fit the slot

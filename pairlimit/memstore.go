@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // MemoryStore is the in-memory [Store], the default of every [Limiter]:
@@ -268,7 +270,7 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 		sh.last = tb
 	}
 	clk := m.clockNow()
-	*tb = pairTable{from: from, clk: clk, epoch: satSub(min(t, clk), epochBack),
+	*tb = pairTable{from: from, clk: clk, epoch: sat.Sub(min(t, clk), epochBack),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64, low: &sh.low}
 	return tb
 }
@@ -283,13 +285,6 @@ func (sh *memShard) drop(from uint64, tb *pairTable) {
 	if sh.last == tb {
 		sh.last = nil
 	}
-}
-
-func satSub(a, b int64) int64 {
-	if a < math.MinInt64+b {
-		return math.MinInt64
-	}
-	return a - b
 }
 
 // due returns the Due of s without its side entry, and whether it is in
@@ -382,7 +377,7 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 // Called with sh.mu held.
 func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
-	epoch := max(tb.epoch, satSub(now, epochBack))
+	epoch := max(tb.epoch, sat.Sub(now, epochBack))
 	if tb.holds == nil && epoch == tb.epoch {
 		m.regrow(tb, now, need) // the common case: slot words move as they are
 		return
@@ -668,7 +663,7 @@ func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, 
 	if far {
 		old = tb.state(s)
 	}
-	if old.Next(t) > addSat(t, int64(maxWait)) {
+	if old.Next(t) > sat.Add(t, int64(maxWait)) {
 		m.step(sh, tb, t)
 		sh.mu.Unlock()
 		return Ticket{Act: old.Next(t)}, false

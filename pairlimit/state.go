@@ -3,6 +3,8 @@ package pairlimit
 import (
 	"math"
 	"time"
+
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // State is one pair's pacing state as a [Store] keeps it, and the pure
@@ -59,7 +61,7 @@ const KeepAfterDue = time.Second
 func (s State) Reserve(t int64, cost time.Duration, id uint64) (State, Ticket) {
 	act := max(t, s.Due)
 	tk := Ticket{ID: id, PrevTop: s.Top, PrevDue: s.Due, Act: act}
-	s.Due = addSat(act, int64(max(cost, 0)))
+	s.Due = sat.Add(act, int64(max(cost, 0)))
 	s.Top = id
 	tk.End = s.Due
 	return s, tk
@@ -99,7 +101,7 @@ func (s State) Refuse(t int64, holds []time.Duration) (State, time.Duration) {
 	if len(holds) > 0 {
 		hold = max(holds[min(int(s.Fails), len(holds)-1)], 0)
 	}
-	s.Hold = max(s.Hold, addSat(t, int64(hold)))
+	s.Hold = max(s.Hold, sat.Add(t, int64(hold)))
 	s.Due = max(s.Due, s.Hold)
 	if s.Fails < math.MaxUint32 {
 		s.Fails++
@@ -122,11 +124,4 @@ func (s State) Accept() State {
 func (s State) Expired(now int64, memory time.Duration) bool {
 	limit := now - int64(KeepAfterDue)
 	return s.Due <= limit && (s.Fails == 0 || s.Hold <= limit-int64(memory))
-}
-
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

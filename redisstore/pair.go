@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -100,14 +101,14 @@ func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Tic
 			return tk, false, false
 		}
 		r := func(i int) int64 { return replyInt(x, i) }
-		tk.Act = satAdd(tn, r(1))
+		tk.Act = sat.Add(tn, r(1))
 		if r(0)&1 == 0 {
 			return tk, false, true
 		}
 		tk.ID, tk.PrevTop = uint64(r(2)), uint64(r(3))
-		tk.End = satAdd(tk.Act, int64(max(cost, 0))) // the Due the script set
+		tk.End = sat.Add(tk.Act, int64(max(cost, 0))) // the Due the script set
 		if r(0)&2 != 0 {
-			tk.PrevDue = satAdd(tn, r(4))
+			tk.PrevDue = sat.Add(tn, r(4))
 		}
 		return tk, true, true
 	}
@@ -180,17 +181,6 @@ func replayReserve(raw string, tn int64, cost time.Duration) (tk pairlimit.Ticke
 	tk.ID, tk.PrevTop = id, st.top
 	tk.Act, tk.End = offsetAt(bs, bn, act), offsetAt(bs, bn, d)
 	return tk, true, true
-}
-
-// satAdd is a + b, saturating at the int64 range.
-func satAdd(a, b int64) int64 {
-	switch {
-	case b > 0 && a > math.MaxInt64-b:
-		return math.MaxInt64
-	case b < 0 && a < math.MinInt64-b:
-		return math.MinInt64
-	}
-	return a + b
 }
 
 // offsetAt is the instant at offset off (ns, integral) from the base (bs

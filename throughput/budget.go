@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // API call budgets per hour per app per WhatsApp Business Account, as Meta
@@ -151,7 +152,7 @@ func (b *Budget) WaitN(ctx context.Context, n int) error {
 }
 
 func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
-	until := satAdd(t.UnixNano(), int64(d))
+	until := sat.Add(t.UnixNano(), int64(d))
 	b.mu.Lock()
 	b.heldUntil = max(b.heldUntil, until)
 	if refused {

@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // Meta's documented throughput levels, in messages per second per business
@@ -439,7 +440,7 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 		l.mu.Unlock()
 		return 0
 	}
-	until := satAdd(t.UnixNano(), int64(hold))
+	until := sat.Add(t.UnixNano(), int64(hold))
 	l.heldUntil = max(l.heldUntil, until)
 	l.mu.Unlock()
 	extend(&l.b, l.opts, until)

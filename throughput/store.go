@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // ErrStore is matched (with errors.Is) by the error of every decision a
@@ -112,7 +114,7 @@ type BucketTicket struct {
 func (s BucketState) Next(t int64, n int, interval time.Duration, burst int) int64 {
 	s = s.restate(t, interval, burst)
 	u := max(t, s.Hold)
-	return max(u, satAdd(max(s.TAT, u), int64(n-burst)*int64(interval)))
+	return max(u, sat.Add(max(s.TAT, u), int64(n-burst)*int64(interval)))
 }
 
 // Reserve takes n tokens asked at t. First TAT is restated for interval:
@@ -134,7 +136,7 @@ func (s BucketState) Reserve(t int64, n int, interval time.Duration, burst int, 
 	s.Interval = int64(interval)
 	act := s.Next(t, n, interval, burst)
 	tk := BucketTicket{ID: id, PrevTop: s.Top, PrevTAT: s.TAT, Act: act}
-	s.TAT = satAdd(max(s.TAT, t, s.Hold), int64(n)*int64(interval))
+	s.TAT = sat.Add(max(s.TAT, t, s.Hold), int64(n)*int64(interval))
 	s.Top = id
 	return s, tk
 }
@@ -157,11 +159,11 @@ func (s BucketState) stretch(t int64, interval time.Duration, burst int) BucketS
 	// two bursts behind TAT: a store meets slower intervals again and again
 	// (Limiters sharing a key at different adaptive rates), and stretching
 	// a long queue from t each time would grow it geometrically.
-	e := satAdd(s.TAT, -slack)
-	ref := max(min(t, e), satAdd(e, -slack))
+	e := sat.Add(s.TAT, -slack)
+	ref := max(min(t, e), sat.Add(e, -slack))
 	if s.TAT > ref && s.TAT-ref > 0 { // (not if it overflows)
 		d := float64(s.TAT-ref) * float64(interval) / float64(s.Interval)
-		s.TAT = satAdd(ref, int64(min(d, 0x1p62)))
+		s.TAT = sat.Add(ref, int64(min(d, 0x1p62)))
 	}
 	return s
 }
@@ -189,16 +191,6 @@ func (s BucketState) Extend(until int64) BucketState {
 // that arrive out of order).
 func (s BucketState) Expired(now int64) bool {
 	return max(s.TAT, s.Hold) <= now-int64(time.Second)
-}
-
-func satAdd(a, b int64) int64 {
-	switch {
-	case b > 0 && a > math.MaxInt64-b:
-		return math.MaxInt64
-	case b < 0 && a < math.MinInt64-b:
-		return math.MinInt64
-	}
-	return a + b
 }
 
 // TierState is a portfolio's counted recipients as a Store keeps it: each
@@ -255,7 +247,7 @@ func (s TierState) Claim(to uint64, t int64, limit int, window time.Duration) (t
 		}
 		return TierTicket{}, false, oldest + int64(window)
 	}
-	return TierTicket{}, false, satAdd(t, int64(window))
+	return TierTicket{}, false, sat.Add(t, int64(window))
 }
 
 // Release gives back an admission that never went out: when tk counted its
@@ -294,7 +286,7 @@ func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.interval != 0 && interval > b.interval {
-		ref := min(t, satAdd(b.s.TAT, -int64(b.burst)*int64(b.interval)))
+		ref := min(t, sat.Add(b.s.TAT, -int64(b.burst)*int64(b.interval)))
 		if b.s.TAT > ref {
 			b.s.TAT = ref + int64(float64(b.s.TAT-ref)*float64(interval)/float64(b.interval))
 		}
@@ -327,7 +319,7 @@ func (b *memBucket) reserveLocked(t int64, n int, interval time.Duration, burst 
 	if n > burst || n < 1 {
 		return BucketTicket{}, false
 	}
-	if next := b.s.Next(t, n, interval, burst); next > satAdd(t, int64(maxWait)) {
+	if next := b.s.Next(t, n, interval, burst); next > sat.Add(t, int64(maxWait)) {
 		return BucketTicket{Act: next}, false
 	}
 	b.seq++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/phone"
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // Messaging tier levels: the unique WhatsApp users a business portfolio may
@@ -216,7 +217,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 		return Claim{tier: t, tk: TierTicket{To: key, At: max(prev, n)}, ok: true}
 	}
 	if t.limit == 0 {
-		return Claim{retryAt: time.Unix(0, satAdd(n, int64(TierWindow)))}
+		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(TierWindow)))}
 	}
 	if t.last.live-gone >= t.limit {
 		// The oldest count live at now expires after now, and never at or

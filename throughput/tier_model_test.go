@@ -8,6 +8,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"pgregory.net/rapid"
+
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // refTier is the Tier's local bookkeeping as it was before its queue
@@ -45,7 +47,7 @@ func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
 		return TierTicket{To: key, At: max(prev, n)}, true, 0
 	}
 	if t.limit == 0 {
-		return TierTicket{}, false, satAdd(n, int64(TierWindow))
+		return TierTicket{}, false, sat.Add(n, int64(TierWindow))
 	}
 	if len(t.last)-gone >= t.limit {
 		return TierTicket{}, false, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1)
