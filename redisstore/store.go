@@ -16,8 +16,11 @@ import (
 const DefaultPrefix = "wapace:"
 
 // ErrUnavailable is matched (with errors.Is) by every error a Store returns
-// because Redis could not be asked or did not answer: the decision was not
-// made, nothing was reserved, and the message must not be sent on it.
+// because Redis could not be asked or did not answer: the message must not
+// be sent on it. Usually nothing was reserved; but when the script ran and
+// its answer was lost (a read timeout, a connection cut after the write),
+// Redis may keep a reservation nobody holds. That errs on the safe side:
+// the pair or number waits longer than it needed, never less.
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // UnavailableError reports a decision that could not be made because Redis
