@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/internal/interleave"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -39,12 +40,6 @@ func sizes(b *testing.B) []int {
 	return []int{1_000_000}
 }
 
-func quantiles(xs []float64) (med, lo, hi float64) {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2], s[0], s[len(s)-1]
-}
-
 // BenchmarkInterleavedFloor reports ReserveN's time per call divided by
 // the floor's (a sharded map[uint64]int64 behind per-shard mutexes doing the
 // same lookup, max, add and store), both with n live pairs in random order,
@@ -65,7 +60,7 @@ func BenchmarkInterleavedFloor(b *testing.B) {
 			}
 			f, keys := newFloor(pairs)
 			const block, rounds = 10_000, 201
-			var ratios, limNs, floorNs []float64
+			var blocks interleave.Blocks
 			pos := 0
 			runLim := func() float64 {
 				start := time.Now()
@@ -85,27 +80,9 @@ func BenchmarkInterleavedFloor(b *testing.B) {
 			runFloor() // warm up both
 			b.ResetTimer()
 			for range b.N {
-				for k := range rounds {
-					var l, fl float64
-					if k%2 == 0 {
-						l, fl = runLim(), runFloor()
-					} else {
-						fl, l = runFloor(), runLim()
-					}
-					pos += block
-					ratios = append(ratios, l/fl)
-					limNs = append(limNs, l)
-					floorNs = append(floorNs, fl)
-				}
+				blocks.Add(interleave.Run(rounds, runLim, runFloor, func() { pos += block }))
 			}
-			med, lo, hi := quantiles(ratios)
-			b.ReportMetric(med, "ratio-med")
-			b.ReportMetric(lo, "ratio-min")
-			b.ReportMetric(hi, "ratio-max")
-			lm, _, _ := quantiles(limNs)
-			fm, _, _ := quantiles(floorNs)
-			b.ReportMetric(lm, "limiter-ns")
-			b.ReportMetric(fm, "floor-ns")
+			blocks.Report(b, "limiter-ns", "floor-ns")
 			runtime.KeepAlive(f)
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/internal/interleave"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkInterleavedFloorSmall(b *testing.B) {
 	}
 	f, keys := newFloor(pairs)
 	const block, rounds = 20_000, 101
-	var ratios []float64
+	var blocks interleave.Blocks
 	pos := 0
 	runLim := func() float64 {
 		start := time.Now()
@@ -40,25 +41,8 @@ func BenchmarkInterleavedFloorSmall(b *testing.B) {
 		}
 		return float64(time.Since(start).Nanoseconds()) / block
 	}
-	var ls, fs []float64
 	for range b.N {
-		for k := range rounds {
-			var l, fl float64
-			if k%2 == 0 {
-				l, fl = runLim(), runFloor()
-			} else {
-				fl, l = runFloor(), runLim()
-			}
-			pos += block
-			ratios, ls, fs = append(ratios, l/fl), append(ls, l), append(fs, fl)
-		}
+		blocks.Add(interleave.Run(rounds, runLim, runFloor, func() { pos += block }))
 	}
-	med, lo, hi := quantiles(ratios)
-	b.ReportMetric(med, "ratio-med")
-	b.ReportMetric(lo, "ratio-min")
-	b.ReportMetric(hi, "ratio-max")
-	lm, _, _ := quantiles(ls)
-	fm, _, _ := quantiles(fs)
-	b.ReportMetric(lm, "limiter-ns")
-	b.ReportMetric(fm, "floor-ns")
+	blocks.Report(b, "limiter-ns", "floor-ns")
 }

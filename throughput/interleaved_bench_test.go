@@ -1,20 +1,14 @@
 package throughput_test
 
 import (
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/internal/interleave"
 	"github.com/wapace/wapace/throughput"
 	"golang.org/x/time/rate"
 )
-
-func quantiles(xs []float64) (med, lo, hi float64) {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2], s[0], s[len(s)-1]
-}
 
 // BenchmarkInterleavedBare reports Limiter.ReserveN's time per call divided
 // by a bare rate.Limiter's of the same rate (990/s, burst 10), both asked 1
@@ -45,27 +39,12 @@ func BenchmarkInterleavedBare(b *testing.B) {
 	}
 	runLim()
 	runBare()
-	var ratios, ls, bs []float64
+	var blocks interleave.Blocks
 	b.ResetTimer()
 	for range b.N {
-		for k := range rounds {
-			var l, r float64
-			if k%2 == 0 {
-				l, r = runLim(), runBare()
-			} else {
-				r, l = runBare(), runLim()
-			}
-			ratios, ls, bs = append(ratios, l/r), append(ls, l), append(bs, r)
-		}
+		blocks.Add(interleave.Run(rounds, runLim, runBare, nil))
 	}
-	med, lo, hi := quantiles(ratios)
-	b.ReportMetric(med, "ratio-med")
-	b.ReportMetric(lo, "ratio-min")
-	b.ReportMetric(hi, "ratio-max")
-	lm, _, _ := quantiles(ls)
-	bm, _, _ := quantiles(bs)
-	b.ReportMetric(lm, "limiter-ns")
-	b.ReportMetric(bm, "bare-ns")
+	blocks.Report(b, "limiter-ns", "bare-ns")
 	_ = sink
 }
 
@@ -95,7 +74,6 @@ func BenchmarkTierAdmit1M(b *testing.B) {
 	}
 	i, j := window, window
 	const block, rounds = 100_000, 21
-	var ns, fs, ratios []float64
 	runTier := func() float64 {
 		start := time.Now()
 		for range block {
@@ -117,23 +95,16 @@ func BenchmarkTierAdmit1M(b *testing.B) {
 		return float64(time.Since(start).Nanoseconds()) / block
 	}
 	b.ResetTimer()
+	var blocks interleave.Blocks
 	for range b.N {
-		for k := range rounds {
-			var a, f float64
-			if k%2 == 0 {
-				a, f = runTier(), runFloor()
-			} else {
-				f, a = runFloor(), runTier()
-			}
-			ns, fs, ratios = append(ns, a), append(fs, f), append(ratios, a/f)
-		}
+		blocks.Add(interleave.Run(rounds, runTier, runFloor, nil))
 	}
-	med, lo, hi := quantiles(ns)
+	med, lo, hi := interleave.Quantiles(blocks.A)
 	b.ReportMetric(med, "admit-ns-med")
 	b.ReportMetric(lo, "admit-ns-min")
 	b.ReportMetric(hi, "admit-ns-max")
-	fm, _, _ := quantiles(fs)
+	fm, _, _ := interleave.Quantiles(blocks.B)
 	b.ReportMetric(fm, "floor-ns-med")
-	rm, _, _ := quantiles(ratios)
+	rm, _, _ := interleave.Quantiles(blocks.Ratios)
 	b.ReportMetric(rm, "ratio-med")
 }
