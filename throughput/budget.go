@@ -87,10 +87,14 @@ func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
 // Observe or Refused), or the zero Time if the budget was never held.
 func (b *Budget) HeldUntil() time.Time {
 	b.init()
+	return unixOrZero(b.knownHold())
+}
+
+// knownHold returns the latest hold of management calls the Budget knows.
+func (b *Budget) knownHold() int64 {
 	b.mu.Lock()
-	h := b.heldUntil
-	b.mu.Unlock()
-	return unixOrZero(h)
+	defer b.mu.Unlock()
+	return b.heldUntil
 }
 
 // RefusedUntil returns the end of the current hold from [Budget.Refused]
@@ -128,17 +132,7 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 		return Reservation{err: ErrInvalidCount}
 	}
 	tn := t.UnixNano()
-	if b.opts.store != nil {
-		// A hold the store may have failed to record: ask from its end.
-		b.mu.Lock()
-		h := b.heldUntil
-		b.mu.Unlock()
-		var ok bool
-		if tn, maxWait, ok = afterHold(h, tn, maxWait); !ok {
-			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
-		}
-	}
-	return reserveBucket(ctx, &b.b, b.opts, b.clock, tn, n, maxWait)
+	return reserveBucket(ctx, &b.b, b.opts, b.clock, b.knownHold, tn, n, maxWait)
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be

@@ -266,9 +266,7 @@ func (l *Limiter) Burst() int {
 // hold this Limiter applied or met.
 func (l *Limiter) HeldUntil() time.Time {
 	l.init()
-	l.mu.Lock()
-	h := l.heldUntil
-	l.mu.Unlock()
+	h := l.knownHold()
 	if l.opts.store == nil {
 		h = l.b.hold()
 	}
@@ -320,17 +318,14 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 	if l.degraded.Load() {
 		l.recover(tn)
 	}
-	if l.opts.store != nil {
-		// A hold the store may have failed to record: ask from its end.
-		l.mu.Lock()
-		h := l.heldUntil
-		l.mu.Unlock()
-		var ok bool
-		if tn, maxWait, ok = afterHold(h, tn, maxWait); !ok {
-			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
-		}
-	}
-	return reserveBucket(ctx, &l.b, l.opts, l.clock, tn, n, maxWait)
+	return reserveBucket(ctx, &l.b, l.opts, l.clock, l.knownHold, tn, n, maxWait)
+}
+
+// knownHold returns the latest hold this Limiter applied or met.
+func (l *Limiter) knownHold() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.heldUntil
 }
 
 // afterHold moves a reservation asked at t with maxWait to the end of a
@@ -350,8 +345,10 @@ func afterHold(h, t int64, maxWait time.Duration) (int64, time.Duration, bool) {
 }
 
 // reserveBucket is the one decision of a Limiter or a Budget, with the
-// figures b holds.
-func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, t int64, n int, maxWait time.Duration) Reservation {
+// figures b holds. With a store, held reads the latest hold the caller
+// knows of, one the store may have failed to record: the reservation is
+// asked from its end.
+func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, held func() int64, t int64, n int, maxWait time.Duration) Reservation {
 	var (
 		tk  BucketTicket
 		ok  bool
@@ -363,6 +360,10 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 			return Reservation{err: err}
 		}
 	} else {
+		h := held()
+		if t, maxWait, ok = afterHold(h, t, maxWait); !ok {
+			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
+		}
 		b.mu.Lock()
 		interval, burst := b.interval, b.burst
 		b.mu.Unlock()
