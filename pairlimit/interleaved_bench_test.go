@@ -48,44 +48,51 @@ func sizes(b *testing.B) []int {
 func BenchmarkInterleavedFloor(b *testing.B) {
 	for _, n := range sizes(b) {
 		b.Run(fmt.Sprintf("%dM-live", n/1_000_000), func(b *testing.B) {
-			pairs := livePairsFor(n)
-			r := rand.New(rand.NewPCG(1, 2))
-			idx := make([]uint32, 1<<20)
-			for i := range idx {
-				idx[i] = uint32(r.IntN(n))
-			}
-			lim := pairlimit.New(pairlimit.Meta)
-			for _, p := range pairs {
-				lim.ReserveN(t0, p, 1)
-			}
-			f, keys := newFloor(pairs)
-			const block, rounds = 10_000, 201
-			var blocks interleave.Blocks
-			pos := 0
-			runLim := func() float64 {
-				start := time.Now()
-				for i := range block {
-					lim.ReserveN(t0, pairs[idx[(pos+i)&(len(idx)-1)]], 1)
-				}
-				return float64(time.Since(start).Nanoseconds()) / block
-			}
-			runFloor := func() float64 {
-				start := time.Now()
-				for i := range block {
-					f.reserve(keys[idx[(pos+i)&(len(idx)-1)]], t0.UnixNano())
-				}
-				return float64(time.Since(start).Nanoseconds()) / block
-			}
-			runLim()
-			runFloor() // warm up both
-			b.ResetTimer()
-			for range b.N {
-				blocks.Add(interleave.Run(rounds, runLim, runFloor, func() { pos += block }))
-			}
-			blocks.Report(b, "limiter-ns", "floor-ns")
-			runtime.KeepAlive(f)
+			againstFloor(b, n, 1<<20, 10_000, 201)
 		})
 	}
+}
+
+// againstFloor runs ReserveN and the floor with n live pairs, drawn at
+// random from a cycle of idxLen (a power of two) indexes, in rounds
+// alternating blocks of block calls, and reports as
+// BenchmarkInterleavedFloor does.
+func againstFloor(b *testing.B, n, idxLen, block, rounds int) {
+	pairs := livePairsFor(n)
+	r := rand.New(rand.NewPCG(1, 2))
+	idx := make([]uint32, idxLen)
+	for i := range idx {
+		idx[i] = uint32(r.IntN(n))
+	}
+	lim := pairlimit.New(pairlimit.Meta)
+	for _, p := range pairs {
+		lim.ReserveN(t0, p, 1)
+	}
+	f, keys := newFloor(pairs)
+	var blocks interleave.Blocks
+	pos := 0
+	runLim := func() float64 {
+		start := time.Now()
+		for i := range block {
+			lim.ReserveN(t0, pairs[idx[(pos+i)&(len(idx)-1)]], 1)
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(block)
+	}
+	runFloor := func() float64 {
+		start := time.Now()
+		for i := range block {
+			f.reserve(keys[idx[(pos+i)&(len(idx)-1)]], t0.UnixNano())
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(block)
+	}
+	runLim()
+	runFloor() // warm up both
+	b.ResetTimer()
+	for range b.N {
+		blocks.Add(interleave.Run(rounds, runLim, runFloor, func() { pos += block }))
+	}
+	blocks.Report(b, "limiter-ns", "floor-ns")
+	runtime.KeepAlive(f)
 }
 
 // BenchmarkLiveMemory reports the heap held per live pair, and the heap
