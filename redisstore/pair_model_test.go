@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -101,36 +103,42 @@ func TestPairScriptsApplyTheStateModel(t *testing.T) {
 					t.Fatalf("seed %d step %d: Next = %d, model %d", seed, step, got.UnixNano(), want)
 				}
 			}
-			// A key left with little time to live may vanish between this
-			// check and the next step. On simulated time its expiry is
-			// relative: seed 1's Accept at step 137, long after its last
-			// 131056, leaves it 1 ms, and the Reserve after the check found
-			// no state (PrevTop and PrevDue 0) once in about ten -race runs
-			// of the package on a loaded machine. Drop such a key now, as
-			// State.Expired allows, so that the next step does not race its
-			// expiry; under 10 s of life a state is expired (keys outlive
-			// that by SkewAllowance, a minute).
-			if ttl, err := s.rdb.PTTL(ctx, s.pairKey(p)).Result(); err != nil {
-				t.Fatal(err)
-			} else if ttl > 0 && ttl < 10*time.Second {
-				if !model.Expired(at.UnixNano(), 15*time.Minute) {
-					t.Fatalf("seed %d step %d after %s: the key expires in %v but the state is live", seed, step, op, ttl)
-				}
-				if err := s.rdb.Del(ctx, s.pairKey(p)).Err(); err != nil {
-					t.Fatal(err)
-				}
-				model = pairlimit.State{}
-			}
-			got, err := s.pairStateOf(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == (pairlimit.State{}) && model.Expired(at.UnixNano(), 15*time.Minute) {
-				model = got // forgotten, as State.Expired allows
-			}
-			if diff := cmp.Diff(model, got); diff != "" {
-				t.Fatalf("seed %d step %d after %s: state (-model +redis):\n%s", seed, step, op, diff)
-			}
+			model = checkPairState(t, s, p, at, model, fmt.Sprintf("seed %d step %d after %s", seed, step, op))
 		}
 	}
+}
+
+// checkPairState requires the state Redis holds for p at instant at to be
+// model, and returns the model to carry on with. A key with under 10 s to
+// live is dropped first, as State.Expired allows (under 10 s of life a
+// state is expired; keys outlive that by SkewAllowance, a minute), so that
+// the next step does not race its expiry: on simulated time the expiry is
+// relative, and a key left 1 ms (seed 1's Accept at step 137, long after
+// its last 131056) was found gone by the next Reserve once in about ten
+// -race runs on a loaded machine. A state Redis forgot must be expired.
+func checkPairState(t *testing.T, s *Store, p pairlimit.Pair, at time.Time, model pairlimit.State, where string) pairlimit.State {
+	t.Helper()
+	ctx := context.Background()
+	if ttl, err := s.rdb.PTTL(ctx, s.pairKey(p)).Result(); err != nil {
+		t.Fatal(err)
+	} else if ttl > 0 && ttl < 10*time.Second {
+		if !model.Expired(at.UnixNano(), 15*time.Minute) {
+			t.Fatalf("%s: the key expires in %v but the state is live", where, ttl)
+		}
+		if err := s.rdb.Del(ctx, s.pairKey(p)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		model = pairlimit.State{}
+	}
+	got, err := s.pairStateOf(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == (pairlimit.State{}) && model.Expired(at.UnixNano(), 15*time.Minute) {
+		model = got // forgotten, as State.Expired allows
+	}
+	if diff := cmp.Diff(model, got); diff != "" {
+		t.Fatalf("%s: state (-model +redis):\n%s", where, diff)
+	}
+	return model
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -170,29 +171,7 @@ func TestRollingUpgradeSharesKeys(t *testing.T) {
 					t.Fatalf("seed %d step %d (old %v): Refuse = %v, model %v", seed, step, old, got, want)
 				}
 			}
-			// as in TestPairScriptsApplyTheStateModel: drop a key about to
-			// expire rather than race its expiry
-			if ttl, err := s.rdb.PTTL(ctx, s.pairKey(p)).Result(); err != nil {
-				t.Fatal(err)
-			} else if ttl > 0 && ttl < 10*time.Second {
-				if !model.Expired(at.UnixNano(), 15*time.Minute) {
-					t.Fatalf("seed %d step %d after %s: the key expires in %v but the state is live", seed, step, op, ttl)
-				}
-				if err := s.rdb.Del(ctx, s.pairKey(p)).Err(); err != nil {
-					t.Fatal(err)
-				}
-				model = pairlimit.State{}
-			}
-			got, err := s.pairStateOf(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == (pairlimit.State{}) && model.Expired(at.UnixNano(), 15*time.Minute) {
-				model = got
-			}
-			if diff := cmp.Diff(model, got); diff != "" {
-				t.Fatalf("seed %d step %d after %s (old %v): state (-model +redis):\n%s", seed, step, op, old, diff)
-			}
+			model = checkPairState(t, s, p, at, model, fmt.Sprintf("seed %d step %d after %s (old %v)", seed, step, op, old))
 		}
 	}
 }
