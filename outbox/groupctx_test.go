@@ -46,20 +46,7 @@ func TestSQLiteEnqueueLeavesWhileConnectionBusy(t *testing.T) {
 	for _, cancel := range cancels {
 		cancel()
 	}
-	// A hang guard only: every call must return once its context ended,
-	// long before this.
-	guard := time.NewTimer(30 * time.Second)
-	defer guard.Stop()
-	for range callers {
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("Enqueue: %v, want context.Canceled", err)
-			}
-		case <-guard.C:
-			t.Fatal("Enqueue calls whose contexts ended still wait for the connection")
-		}
-	}
+	awaitErrs(t, done, callers, context.Canceled, "Enqueue calls whose contexts ended still wait for the connection")
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,18 +176,7 @@ func TestSQLiteCloseReleasesWaitingEnqueues(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	guard := time.NewTimer(30 * time.Second) // a hang guard only
-	defer guard.Stop()
-	for range callers {
-		select {
-		case err := <-done:
-			if !errors.Is(err, outbox.ErrClosed) {
-				t.Errorf("Enqueue: %v, want ErrClosed", err)
-			}
-		case <-guard.C:
-			t.Fatal("Enqueue calls still wait after Close")
-		}
-	}
+	awaitErrs(t, done, callers, outbox.ErrClosed, "Enqueue calls still wait after Close")
 	_ = tx.Rollback()
 }
 
@@ -242,4 +218,23 @@ func TestPostgresFailedCommitReportsNoSuccess(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+}
+
+// awaitErrs receives n results from errs, each of which must match want
+// (be nil when want is nil). The 30 s timer is a hang guard only: every
+// call must return long before it, and failing it says hang.
+func awaitErrs(t *testing.T, errs <-chan error, n int, want error, hang string) {
+	t.Helper()
+	guard := time.NewTimer(30 * time.Second)
+	defer guard.Stop()
+	for range n {
+		select {
+		case err := <-errs:
+			if (want == nil && err != nil) || !errors.Is(err, want) {
+				t.Errorf("Enqueue: %v, want %v", err, want)
+			}
+		case <-guard.C:
+			t.Fatal(hang)
+		}
+	}
 }

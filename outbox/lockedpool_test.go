@@ -62,18 +62,7 @@ func TestPostgresManyCallsBehindLockedLane(t *testing.T) {
 			free <- err
 		})
 	}
-	guard := time.NewTimer(30 * time.Second) // a hang guard only
-	defer guard.Stop()
-	for range 32 {
-		select {
-		case err := <-free:
-			if err != nil {
-				t.Error(err)
-			}
-		case <-guard.C:
-			t.Fatal("Enqueue calls to free lanes wait for a transaction holding another lane")
-		}
-	}
+	awaitErrs(t, free, 32, nil, "Enqueue calls to free lanes wait for a transaction holding another lane")
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
