@@ -100,7 +100,13 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 		results[at[j]], err = duplicate(given[j], first)
 		return results, err
 	}
+	if c.hooks != nil {
+		s.ctx = c.hooks.SendStart(s.ctx, from, len(msgs))
+	}
 	err = s.run()
+	if c.hooks != nil {
+		c.hooks.SendEnd(s.ctx, from, s.states, err)
+	}
 	s.remember(err)
 	return s.results, err
 }
@@ -204,6 +210,8 @@ type sending struct {
 	refusals int                        // consecutive refusals of the current message
 	last     errcodes.Code              // the last refusal's code, or 0
 	lastErr  *errcodes.Error            // the last refusal
+	held     errcodes.Hold              // the limit that held the current attempt longest
+	heldFor  time.Duration              // how long it held it
 	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
@@ -239,6 +247,7 @@ func (s *sending) run() error {
 func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, err error) {
 	c := s.c
 	start := c.clock.Now()
+	s.held, s.heldFor = errcodes.HoldNone, 0
 	a, err := s.admit(i, n, notBefore)
 	if err != nil {
 		return 0, false, err
@@ -251,9 +260,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
+		posted := c.clock.Now()
 		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx])
 		at := c.clock.Now()
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
+			Held: s.held, Duration: at.Sub(posted),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
 		switch out.state {

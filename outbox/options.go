@@ -85,6 +85,7 @@ type config struct {
 	revalidate   Revalidate
 	window       time.Duration
 	observer     func(Event)
+	tracer       Tracer // WithTracer, or nil
 	newKey       func() string
 	owner        string
 }

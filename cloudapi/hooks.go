@@ -1,0 +1,40 @@
+package cloudapi
+
+import (
+	"context"
+	"fmt"
+)
+
+// Hooks follows each send from start to end, for tracing and metrics
+// (package otelwapace implements it with OpenTelemetry; cloudapi itself
+// imports no telemetry library). Install it with WithHooks. Its methods are
+// called on the sending goroutine and must not block; they must be safe
+// for concurrent use by multiple goroutines.
+type Hooks interface {
+	// SendStart is called when Send or SendBurst has validated its n
+	// messages from business number from and is about to admit them. The
+	// context it returns replaces ctx for the rest of the send: the
+	// requests to Meta are made with it, and it is the one given to
+	// Attempt and SendEnd. Return ctx itself to change nothing.
+	SendStart(ctx context.Context, from string, n int) context.Context
+	// Attempt is called after each request to Meta with the attempt's
+	// Event: Wait is how long the message waited for its slot, Held the
+	// limit that held it, Duration the request's.
+	Attempt(ctx context.Context, ev Event)
+	// SendEnd is called when the send ends, with each message's state
+	// (states[i] is "" for a message never attempted) and the send's
+	// error. states belongs to the Client: do not keep it.
+	SendEnd(ctx context.Context, from string, states []SendState, err error)
+}
+
+// WithHooks calls h through every send (see Hooks). Giving it twice keeps
+// the last.
+func WithHooks(h Hooks) Option {
+	return func(c *Client) error {
+		if h == nil {
+			return fmt.Errorf("%w: nil hooks", ErrInvalidOption)
+		}
+		c.hooks = h
+		return nil
+	}
+}
