@@ -86,7 +86,7 @@ func (r *rig) collect(t *testing.T) map[string]metricdata.Aggregation {
 func attrs(s attribute.Set) string {
 	var b []string
 	for _, kv := range s.ToSlice() {
-		b = append(b, string(kv.Key)+"="+kv.Value.Emit())
+		b = append(b, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(b, ",")
 }
@@ -184,7 +184,6 @@ func TestSendMetricsAndSpans(t *testing.T) {
 		}
 
 		// Spans: one per send, with a wait and an attempt per request.
-		type node struct{ name, parent string }
 		spans := r.spans.Ended()
 		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 		for _, s := range spans {
@@ -199,8 +198,8 @@ func TestSendMetricsAndSpans(t *testing.T) {
 				sends = append(sends, s)
 			}
 			for _, kv := range s.Attributes() {
-				if strings.Contains(kv.Value.Emit(), aliceID[3:]) {
-					t.Errorf("span %s attribute %s carries a recipient: %s", s.Name(), kv.Key, kv.Value.Emit())
+				if strings.Contains(kv.Value.String(), aliceID[3:]) {
+					t.Errorf("span %s attribute %s carries a recipient: %s", s.Name(), kv.Key, kv.Value.String())
 				}
 			}
 		}
@@ -226,7 +225,7 @@ func TestSendMetricsAndSpans(t *testing.T) {
 		last := sends[3]
 		at := map[attribute.Key]string{}
 		for _, kv := range last.Attributes() {
-			at[kv.Key] = kv.Value.Emit()
+			at[kv.Key] = kv.Value.String()
 		}
 		if at[otelwapace.AttrOutcome] != "failed" || at[otelwapace.AttrCode] != "131049" || at["messaging.system"] != "whatsapp" || at["messaging.destination.name"] != number {
 			t.Errorf("failed send's attributes %v", at)

@@ -20,6 +20,12 @@ type mark struct {
 	Code    int          // Meta's code when refused or failed
 	Refused bool         // a 131056
 	Debt    time.Duration
+	// For a refusal: the burst that spent the pair's quota, by the pair
+	// rule (BurstLen 0: the lane's record does not explain it, another
+	// sender on the number may have).
+	BurstStart time.Time
+	BurstEnd   time.Time
+	BurstLen   int
 }
 
 // timeline is a lane's dispatches and the pair's debt over them.
@@ -102,10 +108,22 @@ func buildTimeline(evs []outbox.LaneEvent, p pairlimit.Policy) timeline {
 		tl.MaxDebt = max(tl.MaxDebt, debt)
 		last = at
 	}
-	// The debt at each refusal, for its label.
+	// The debt at each refusal, and the burst behind it (pairlimit.Replay
+	// judges the refusal against the sends before it).
 	for i := range tl.Marks {
-		if tl.Marks[i].Refused {
-			tl.Marks[i].Debt = debtAt(tl.debt, tl.Marks[i].At)
+		m := &tl.Marks[i]
+		if !m.Refused {
+			continue
+		}
+		m.Debt = debtAt(tl.debt, m.At)
+		v := pairlimit.Replay(p, append(append([]time.Time(nil), sends...), m.At))
+		if last := v[len(v)-1]; !last.Accepted && last.BurstLen > 0 {
+			m.BurstStart, m.BurstLen = last.BurstStart, last.BurstLen
+			for j, at := range sends {
+				if !at.Before(last.BurstStart) && j < len(v)-1 && v[j].Accepted && v[j].BurstStart.Equal(last.BurstStart) {
+					m.BurstEnd = at
+				}
+			}
 		}
 	}
 	if debt > 0 {
@@ -172,21 +190,34 @@ func (tl timeline) svg() string {
 	from := tl.From.Add(-span / 20)
 	span += span / 10
 	x := func(t time.Time) float64 { return padL + float64(t.Sub(from))/float64(span)*plotW }
-	maxDebt := max(tl.MaxDebt, tl.interval)
+	maxDebt := niceCeil(max(tl.MaxDebt, tl.interval))
 	y := func(d time.Duration) float64 { return padT + debtH - float64(d)/float64(maxDebt)*debtH }
 
 	// Axes and grid.
 	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, padL, axisY, chartW-padR, axisY)
 	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, padL, padT, padL, axisY)
-	for i := 1; i <= 4; i++ {
-		d := maxDebt * time.Duration(i) / 4
+	lines := gridLines(maxDebt)
+	for i := 1; i <= lines; i++ {
+		d := maxDebt * time.Duration(i) / time.Duration(lines)
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, padL, y(d), chartW-padR, y(d))
 		fmt.Fprintf(&b, `<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y(d)+4, html.EscapeString(shortDur(d)))
 	}
-	fmt.Fprintf(&b, `<text class="label" x="%d" y="%d">pair debt</text>`, padL+6, padT+12)
+	fmt.Fprintf(&b, `<text class="tick" x="%d" y="%d" text-anchor="end">0</text>`, padL-6, axisY+4)
+	fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">pair debt</text>`, chartW-padR-6, padT+12)
+	layout := "15:04:05"
+	if span < time.Minute {
+		layout = "15:04:05.000"
+	}
 	for i := 0; i <= 5; i++ {
 		t := from.Add(span * time.Duration(i) / 5)
-		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), chartH-6, html.EscapeString(t.UTC().Format("15:04:05.000")))
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 5:
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), chartH-6, anchor, html.EscapeString(t.UTC().Format(layout)))
 	}
 
 	// The debt area.
@@ -200,6 +231,16 @@ func (tl timeline) svg() string {
 		fmt.Fprintf(&b, `<polygon class="debt" points="%s"/>`, pts.String())
 	}
 
+	// The bursts behind the refusals, under the dispatches.
+	for _, m := range tl.Marks {
+		if !m.Refused || m.BurstLen == 0 {
+			continue
+		}
+		x0, x1 := x(m.BurstStart)-dotR-3, x(m.BurstEnd)+dotR+3
+		fmt.Fprintf(&b, `<g class="burst"><rect x="%.1f" y="%d" width="%.1f" height="%d" rx="4"/>`, x0, marksY-dotR-5, x1-x0, 2*dotR+10)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">burst of %d</text></g>`, x0, marksY+dotR+20, m.BurstLen)
+	}
+
 	// The dispatches.
 	fmt.Fprintf(&b, `<line class="row" x1="%d" y1="%d" x2="%d" y2="%d"/>`, padL, marksY, chartW-padR, marksY)
 	fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">sends</text>`, padL-6, marksY+4)
@@ -210,7 +251,8 @@ func (tl timeline) svg() string {
 		case m.Refused:
 			fmt.Fprintf(&b, `<g class="refusal"><line x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`, cx, padT, cx, marksY)
 			fmt.Fprintf(&b, `<path d="M%.1f,%d l7,12 h-14 z"><title>%s: 131056 (the pair owed %s)</title></path>`, cx, marksY-6, title, shortDur(m.Debt))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text></g>`, cx, padT+28, m.Code)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%d</text>`, cx+6, padT+14, m.Code)
+			fmt.Fprintf(&b, `<text class="owed" x="%.1f" y="%d">the pair owed %s</text></g>`, cx+6, padT+28, html.EscapeString(shortDur(m.Debt)))
 		case tl.counts(m):
 			fmt.Fprintf(&b, `<circle class="send" cx="%.1f" cy="%d" r="%d"><title>%s</title></circle>`, cx, marksY, dotR, title)
 		default:
@@ -227,6 +269,33 @@ func (tl timeline) counts(m mark) bool {
 		return true
 	}
 	return false
+}
+
+// niceCeil rounds d up to 1, 2 or 5 times a power of ten seconds (or of
+// ten milliseconds below a second), for the debt axis.
+func niceCeil(d time.Duration) time.Duration {
+	unit := 10 * time.Millisecond
+	for unit*10 <= d {
+		unit *= 10
+	}
+	for _, k := range []time.Duration{1, 2, 5, 10} {
+		if unit*k >= d {
+			return unit * k
+		}
+	}
+	return unit * 10
+}
+
+// gridLines is how many equal steps divide a niceCeil figure into round
+// ones: 5 for 1 or 5 times a power of ten, 4 for 2.
+func gridLines(d time.Duration) int {
+	for d >= 10 && d%10 == 0 {
+		d /= 10
+	}
+	if d == 2 {
+		return 4
+	}
+	return 5
 }
 
 func shortDur(d time.Duration) string {
