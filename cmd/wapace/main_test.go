@@ -195,8 +195,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestConsoleServes(t *testing.T) {
 	dsn := seedOutbox(t)
@@ -204,7 +208,9 @@ func TestConsoleServes(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	var out, errb syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"console", "-db", dsn, "-addr", "127.0.0.1:0", "-token-file", tokenFile}, &out, &errb) }()
+	go func() {
+		done <- run(ctx, []string{"console", "-db", dsn, "-addr", "127.0.0.1:0", "-token-file", tokenFile}, &out, &errb)
+	}()
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; {
 		if i := strings.Index(out.String(), "http://"); i >= 0 {
