@@ -96,6 +96,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Evaluate(`document.querySelector("svg.timeline").textContent`, &svg),
 		chromedp.Text(`#lane-summary`, &summary, chromedp.ByID),
 		shot("4-pair-timeline"),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.Screenshot(`#chart`, &png, chromedp.ByID).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "5-chart.png"), png, 0o644)
+		}),
 	)
 	if err != nil {
 		t.Fatalf("browser: %v", err)
