@@ -75,7 +75,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 	c := s.c
 	start := c.clock.Now()
 	window := c.pairs.Policy().BurstWindow
-	var tierAt time.Time // a full tier's retry instant, for s.holding
+	var tierAt time.Time // a full tier's retry instant, for s.hold
 	for {
 		now := c.clock.Now()
 		// 1. Known waits.
@@ -85,9 +85,9 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 		}
 		if at.After(now) {
 			if at.Equal(tierAt) {
-				s.holding(errcodes.HoldTier, at.Sub(now))
+				s.hold.note(errcodes.HoldTier, at.Sub(now))
 			} else {
-				s.holding(hold, at.Sub(now))
+				s.hold.note(hold, at.Sub(now))
 			}
 			if err := s.late(at, start, hold); err != nil {
 				return nil, err
@@ -109,7 +109,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 			}
 		}
 		first, last := a.first(), a.slots[n-1].at
-		s.holding(errcodes.HoldPhoneNumber, first.Sub(now))
+		s.hold.admitted = now
 		// 3. The pair, at the number's slot.
 		if !s.pair.IsZero() {
 			if last.Sub(first) >= window {
@@ -182,14 +182,6 @@ func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Tim
 		}
 	}
 	return at, hold, nil
-}
-
-// holding notes that limit h holds the current attempt for d, for
-// Event.Held: the limit that held it longest.
-func (s *sending) holding(h errcodes.Hold, d time.Duration) {
-	if d > s.heldFor {
-		s.held, s.heldFor = h, d
-	}
 }
 
 // notSubmitted is the error of message i when admission ends before

@@ -3,6 +3,9 @@ package cloudapi
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/wapace/wapace/errcodes"
 )
 
 // Hooks follows each send from start to end, for tracing and metrics
@@ -37,4 +40,28 @@ func WithHooks(h Hooks) Option {
 		c.hooks = h
 		return nil
 	}
+}
+
+// holdNote tracks which limit held an attempt longest, for Event.Held.
+type holdNote struct {
+	held     errcodes.Hold // the limit that held it longest before its admission
+	heldFor  time.Duration // how long
+	admitted time.Time     // when it was admitted
+}
+
+// note records that limit h holds the attempt for d before its admission.
+func (n *holdNote) note(h errcodes.Hold, d time.Duration) {
+	if d > n.heldFor {
+		n.held, n.heldFor = h, d
+	}
+}
+
+// by is the limit that held a message going at `at` longest: the one
+// noted before its admission, or the number's throughput if its slot made
+// it wait longer.
+func (n *holdNote) by(at time.Time) errcodes.Hold {
+	if d := at.Sub(n.admitted); d > 0 && d > n.heldFor {
+		return errcodes.HoldPhoneNumber
+	}
+	return n.held
 }

@@ -210,8 +210,7 @@ type sending struct {
 	refusals int                        // consecutive refusals of the current message
 	last     errcodes.Code              // the last refusal's code, or 0
 	lastErr  *errcodes.Error            // the last refusal
-	held     errcodes.Hold              // the limit that held the current attempt longest
-	heldFor  time.Duration              // how long it held it
+	hold     holdNote                   // which limit held the current attempt, for Event.Held
 	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
@@ -247,7 +246,7 @@ func (s *sending) run() error {
 func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, err error) {
 	c := s.c
 	start := c.clock.Now()
-	s.held, s.heldFor = errcodes.HoldNone, 0
+	s.hold = holdNote{}
 	a, err := s.admit(i, n, notBefore)
 	if err != nil {
 		return 0, false, err
@@ -264,7 +263,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx])
 		at := c.clock.Now()
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
-			Held: s.held, Duration: at.Sub(posted),
+			Held: s.hold.by(a.slots[k].at), Duration: at.Sub(posted),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
 		switch out.state {
