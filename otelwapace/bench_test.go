@@ -102,27 +102,42 @@ func TestNoopAddsNoAllocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts: skipped with -short")
 	}
+	// The workload's own allocations vary by one now and then (maps of
+	// the limiters growing, pools emptied by a GC): each case is measured
+	// in five interleaved rounds, and its least count kept.
 	cases := instrumentations(t)
-	allocs := map[string]float64{}
-	for _, tc := range cases {
-		c := newBenchClient(t, tc.opts)
-		i := 0
-		send := func() {
-			i++
-			if _, err := c.Send(t.Context(), fmt.Sprintf("1065403522%05d", i%1000), cloudapi.Text(fmt.Sprintf("+2376%08d", i), "hello")); err != nil {
+	clients := make([]*cloudapi.Client, len(cases))
+	for i, tc := range cases {
+		clients[i] = newBenchClient(t, tc.opts)
+	}
+	n := 0
+	send := func(c *cloudapi.Client) func() {
+		return func() {
+			n++
+			if _, err := c.Send(t.Context(), fmt.Sprintf("1065403522%05d", n%1000), cloudapi.Text(fmt.Sprintf("+2376%08d", n), "hello")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for range 2000 { // warm the limiters' maps and the attribute sets
-			send()
+	}
+	for _, c := range clients { // warm the limiters' maps and the attribute sets
+		for range 2000 {
+			send(c)()
 		}
-		allocs[tc.name] = testing.AllocsPerRun(500, send)
+	}
+	allocs := map[string]float64{}
+	for range 5 {
+		for i, tc := range cases {
+			a := testing.AllocsPerRun(300, send(clients[i]))
+			if old, ok := allocs[tc.name]; !ok || a < old {
+				allocs[tc.name] = a
+			}
+		}
 	}
 	t.Logf("allocations per send: %v", allocs)
 	if allocs["noop"] > allocs["none"] {
 		t.Errorf("no-op instrumentation: %.1f allocations per send, uninstrumented %.1f", allocs["noop"], allocs["none"])
 	}
-	if allocs["sdk-metrics"] > allocs["none"]+4 {
+	if allocs["sdk-metrics"] > allocs["none"]+1 { // measured equal; one of slack for the SDK's own pools
 		t.Errorf("SDK metrics add %.1f allocations per send", allocs["sdk-metrics"]-allocs["none"])
 	}
 }
