@@ -18,7 +18,10 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/outbox"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wapace runs the command line and returns its exit status and output.
 func wapace(t *testing.T, args ...string) (int, string, string) {
@@ -232,7 +235,9 @@ func TestConsoleServes(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", strings.TrimSuffix(base, "/")+"/", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
