@@ -16,7 +16,8 @@
 // has a handful of values, so the series stay few.
 //
 //	messaging.client.sent.messages       counter    messages, by wapace.outcome (accepted, refused,
-//	                                                failed, submitted_unknown, not_submitted)
+//	                                                failed, submitted_unknown, not_submitted); error.type
+//	                                                too when not accepted
 //	messaging.client.operation.duration  histogram  s, each request to Meta; error.type set when
 //	                                                not accepted
 //	wapace.pacing.wait                   histogram  s, each attempt's wait, by wapace.limit that held

@@ -266,6 +266,9 @@ func (in *Instrumentation) option(kind uint8, from, v string, n int) *setOption 
 	switch kind {
 	case setSent:
 		kv = append(kv, attrOpName.String("send"), AttrOutcome.String(v))
+		if v != string(cloudapi.StateAccepted) {
+			kv = append(kv, attrErrorType.String(v)) // the conventions' "failed" marker
+		}
 	case setDuration:
 		kv = append(kv, attrOpName.String("send"), attrOpType.String("send"))
 		if v != string(cloudapi.StateAccepted) {

@@ -152,8 +152,8 @@ func TestSendMetricsAndSpans(t *testing.T) {
 		m := r.collect(t)
 		sys := "messaging.operation.name=send,messaging.system=whatsapp,wapace.outcome="
 		wantSent := map[string]int64{
-			dest + "," + sys + "accepted": 5,
-			dest + "," + sys + "failed":   1,
+			dest + "," + sys + "accepted":                      5,
+			"error.type=failed," + dest + "," + sys + "failed": 1,
 		}
 		if diff := cmp.Diff(wantSent, sums(t, m[otelwapace.MetricSentMessages])); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", otelwapace.MetricSentMessages, diff)
@@ -258,7 +258,7 @@ func TestBackpressureCountsRefused(t *testing.T) {
 			t.Fatalf("Send = %v, want refused", err)
 		}
 		got := sums(t, r.collect(t)[otelwapace.MetricSentMessages])
-		if n := got[dest+",messaging.operation.name=send,messaging.system=whatsapp,wapace.outcome=refused"]; n != 1 {
+		if n := got["error.type=refused,"+dest+",messaging.operation.name=send,messaging.system=whatsapp,wapace.outcome=refused"]; n != 1 {
 			t.Errorf("refused count %d (all %v)", n, got)
 		}
 	})
