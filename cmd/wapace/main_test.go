@@ -302,3 +302,38 @@ func TestConsoleToken(t *testing.T) {
 	}
 	ln.Close()
 }
+
+func TestFakemetaServes(t *testing.T) {
+	ctx, stop := context.WithCancel(t.Context())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"fakemeta", "-addr", "127.0.0.1:0", "-token", "FAKE_TOKEN_abc"}, &out, &errb) }()
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if i := strings.Index(out.String(), "http://"); i >= 0 {
+			base = strings.Fields(out.String()[i:])[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fakemeta did not start: %q %q", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(base + "/_fake/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("stats: %d", resp.StatusCode)
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("fakemeta exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), "FAKE_TOKEN_abc") {
+		t.Error("fakemeta printed its token")
+	}
+}

@@ -45,6 +45,7 @@ func artifactDir(t *testing.T) string {
 // console of a seeded outbox: the dashboard, a dead letter's history, its
 // requeue, and the timeline of the pair whose burst caused a 131056.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	exe := requireChromium(t)
 	s := seed(t)
 	base := s.serve(t)

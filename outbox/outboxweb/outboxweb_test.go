@@ -27,6 +27,7 @@ func get(t *testing.T, c *http.Client, u string, hdr ...string) (int, string, ht
 }
 
 func TestSecureByDefault(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	base := s.serve(t)
 	c := client()
@@ -100,6 +101,7 @@ func TestSecureByDefault(t *testing.T) {
 }
 
 func TestNoTokenOrRemoteRefused(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	for name, h := range map[string]http.Handler{
 		"no token":    outboxweb.Handler(s.o),

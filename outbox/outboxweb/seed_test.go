@@ -2,12 +2,15 @@ package outboxweb_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
@@ -25,8 +28,10 @@ const (
 	burstOf = 5
 )
 
-// fakeRule is the fake's pair rule: fast enough for a real-time seed.
-var fakeRule = pairlimit.Policy{Interval: time.Second, Burst: 45, BurstWindow: 200 * time.Millisecond}
+// fakeRule is the fake's pair rule: short enough for a real-time seed,
+// with a burst window wide enough for five sends under -race on a loaded
+// machine.
+var fakeRule = pairlimit.Policy{Interval: 4 * time.Second, Burst: 45, BurstWindow: 1500 * time.Millisecond}
 
 // seeded is an outbox with a burst to alice and the 131056 it caused, a
 // dead letter to bob, and a queued item.
@@ -38,12 +43,18 @@ type seeded struct {
 // seed runs an outbox against the fake with a pair limiter far too loose
 // (one message per millisecond) and one attempt per dispatch, so that
 // Meta's refusal shows: five messages to alice go as a burst, the sixth,
-// 300 ms later (past the burst window, while the pair owes 5 s), is
+// 1.7 s later (past the burst window, while the pair owes 20 s), is
 // refused with 131056; bob's message fails for good (131049).
 func seed(t *testing.T) *seeded {
 	t.Helper()
 	ctx := t.Context()
-	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(fakeRule.Interval, fakeRule.Burst, fakeRule.BurstWindow))
+	// The fake judges on its own clock, frozen during the burst (so that
+	// a slow machine cannot split it) and set to the real time for the
+	// victim.
+	fakeClock := clock.NewMock()
+	fakeClock.Set(time.Now())
+	meta := cloudapitest.NewServer(t, cloudapitest.WithClock(fakeClock),
+		cloudapitest.WithPairRule(fakeRule.Interval, fakeRule.Burst, fakeRule.BurstWindow))
 	loose := pairlimit.New(pairlimit.Policy{Interval: time.Millisecond, Burst: 45, BurstWindow: 6 * time.Second}, pairlimit.WithMargin(0))
 	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
 		cloudapi.WithPairLimiter(loose), cloudapi.WithRetry(backoff.Meta, 1))
@@ -69,7 +80,15 @@ func seed(t *testing.T) *seeded {
 	meta.FailNextFor(bob, errcodes.Code(131049))
 	enqueue("dead-1", bob)
 	runUntil(t, o, c, func() bool { return final(o, "menu-5") && final(o, "dead-1") })
-	time.Sleep(300 * time.Millisecond)
+	if n := meta.Count(errcodes.PairRateLimit); n != 0 {
+		t.Fatalf("the seed's burst was split (%d 131056): the machine is too slow for its %v window", n, fakeRule.BurstWindow)
+	}
+	start := time.Now()
+	if it, err := o.Get(ctx, "menu-1"); err == nil && len(it.History) > 1 {
+		start = it.History[1].At // its dispatch, on the outbox's (real) clock
+	}
+	time.Sleep(time.Until(start.Add(fakeRule.BurstWindow + 200*time.Millisecond)))
+	fakeClock.Set(time.Now())
 	enqueue("victim", alice)
 	runUntil(t, o, c, func() bool {
 		it, err := o.Get(ctx, "victim")
@@ -97,7 +116,12 @@ func runUntil(t *testing.T, o *outbox.Outbox, c *cloudapi.Client, cond func() bo
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("seed: condition not met within 30 s")
+			items, _ := o.List(context.Background(), outbox.Query{Limit: 20})
+			var st []string
+			for _, it := range items {
+				st = append(st, fmt.Sprintf("%s=%v(%s)", it.Key, it.State, it.Reason))
+			}
+			t.Fatalf("seed: condition not met within 30 s; items: %s", strings.Join(st, "; "))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
