@@ -15,37 +15,8 @@ import (
 	"github.com/wapace/wapace/pairlimit"
 )
 
-// Surviving a loss of Redis's state.
-//
-// Redis forgets what it holds when it is flushed (FLUSHALL, FLUSHDB), when
-// it restarts without persistence, and when a failover promotes a replica
-// that had not received it. A pair whose debt is forgotten would be sent
-// to at once, and Meta would answer 131056. Two defences, both inside the
-// decision's one round trip:
-//
-//   - Each Store keeps a bounded local shadow of the debts it created
-//     itself (the Due each of its reservations left), and every
-//     reservation it makes passes the pair's shadowed Due to the script as
-//     a floor: a process never undercuts its own debts, whatever Redis
-//     remembers, and the script writes the debt back.
-//   - Every business number (every hash slot the store uses) has an epoch
-//     marker, prefix{N}:m, written without expiry by the first decision
-//     that finds it missing. Each process remembers the marker it last saw
-//     and sends it with each reservation; a script that finds the marker
-//     gone or changed knows the state was lost, and marks the marker so.
-//     From then on, until the policy's longest debt (WithLostStateDebt) has
-//     passed since the new marker was written, every process treats a pair
-//     Redis holds no state for as owing until that time, and a throughput
-//     bucket Redis lost as spent at that time, so that a second's count is
-//     not doubled.
-//
-// The Redis settings that avoid all of it: persistence (appendonly yes,
-// appendfsync everysec or always; or RDB snapshots, which lose the writes
-// since the last one), a failover that promotes only a replica in sync
-// (Sentinel or Cluster with min-replicas-to-write 1 and a small
-// min-replicas-max-lag, or WAIT-based setups), and a maxmemory-policy
-// that never evicts keys without an expiry (noeviction or volatile-*,
-// which spare the markers).
+// Surviving a loss of Redis's state: see the package doc, "Losing
+// Redis's state".
 
 // DefaultLostStateDebt is how long after a loss of Redis's state the pairs
 // Redis no longer holds are treated as owing, unless WithLostStateDebt
@@ -78,9 +49,9 @@ type StateLoss struct {
 	// Until is when pairs Redis no longer holds stop being treated as
 	// owing: Since plus the lost-state debt.
 	Until time.Time
-	// Noticed reports whether this process noticed the loss itself (it
-	// knew the marker that had gone); false when another process did and
-	// this one learned it from the marker.
+	// Noticed reports whether this process had seen the marker that was
+	// lost; false when its first decision for the number found the new
+	// marker already marked lost.
 	Noticed bool
 }
 
