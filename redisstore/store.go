@@ -166,23 +166,17 @@ func newHotScript(sc *redis.Script, src string) hotScript {
 var (
 	evalshaArg any = "evalsha"
 	evalArg    any = "eval"
-	oneKeyArg  any = 1
 )
-
-// runKey is run for a hotScript on one key: cmd is its whole command, with
-// its first four places (EVALSHA, the hash, the key count, the key) filled
-// in here but for the key, so that a decision builds one argument list
-// rather than three (go-redis's Script.Run copies keys and arguments into
-// a list of its own). Like Script.Run it sends EVALSHA, then EVAL when the
-// server lost the script.
-func (s *Store) runKey(ctx context.Context, op string, sc hotScript, cmd []any) (any, error) {
-	return s.runKeys(ctx, op, sc, oneKeyArg, cmd)
-}
 
 // Boxed once: the key count of a script on a key and its epoch marker.
 var twoKeysArg any = 2
 
-// runKeys is runKey for a script on nkeys keys (boxed), in cmd[3:].
+// runKeys is run for a hotScript on nkeys keys (boxed): cmd is its whole
+// command, with its first places (EVALSHA, the hash, the key count) filled
+// in here, then the keys and arguments, so that a decision builds one
+// argument list rather than three (go-redis's Script.Run copies keys and
+// arguments into a list of its own). Like Script.Run it sends EVALSHA,
+// then EVAL when the server lost the script.
 func (s *Store) runKeys(ctx context.Context, op string, sc hotScript, nkeys any, cmd []any) (any, error) {
 	ctx, cancel := s.bound(ctx)
 	if cancel != nil {
