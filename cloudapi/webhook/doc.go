@@ -44,12 +44,17 @@
 // nothing Meta sends is lost between the wire and the application.
 //
 // Meta delivers at least once and redelivers for up to 7 days until it gets
-// a 200. The handler answers 200 once every callback accepted its items,
-// 500 when one returned an error (and forgets the items of that delivery,
-// so that the redelivery is handed over again), 401 without a signature,
-// 403 on a bad one, 413 above [MaxBody], and 400 only for a body that is not
-// a JSON object. A handler needs [OnNotification] or [OnOther], so that no
-// field is ever acknowledged unseen.
+// a 200. The handler never answers 200 unless the callbacks took every
+// item: it answers 200 once every callback accepted its items; 500 when one
+// returned an error; 503 when some items are still in the callbacks of a
+// concurrent delivery (Meta's retry of a slow attempt), which may yet fail;
+// 401 without a signature, 403 on a bad one, 413 above [MaxBody], and 400
+// only for a body that is not a JSON object. The [Deduper] records an item
+// only once its delivery succeeded: the items of a delivery whose callback
+// failed or panicked are new again, so the redelivery is handed over. An
+// item is named by its ID and a hash of its content: a repeat of an ID with
+// other content is delivered. A handler needs [OnNotification] or
+// [OnOther], so that no field is ever acknowledged unseen.
 //
 // # Errors
 //
