@@ -27,9 +27,11 @@ type SendArgs struct {
 	Buttons *ButtonsArgs `json:"buttons,omitempty" jsonschema:"an interactive message with 1 to 3 reply buttons"`
 	// ReplyTo is the wamid of the user's message this one answers.
 	ReplyTo string `json:"reply_to,omitempty" jsonschema:"the message ID (wamid) of the user's message this one answers"`
-	// IdempotencyKey identifies the message: a call repeating a key returns
-	// the state of the message first sent with it and sends nothing.
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"identifies this message: repeating a key never sends twice but returns the first message's state; generated when absent"`
+	// IdempotencyKey identifies the message: a call repeating a key with
+	// the same message returns the state of the message first sent with it
+	// and sends nothing; one with another message under the key is refused
+	// (WHATSAPP_IDEMPOTENCY_CONFLICT).
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"identifies this message: repeating the same message with its key never sends twice but returns its state; another message under a used key is refused; generated when absent"`
 	// MaxDelayMS is the freshness deadline as a delay from now, in whole
 	// milliseconds (the schema says integer; a float64 so that 5000.0 from a
 	// client that writes every number with a point is read as 5000).

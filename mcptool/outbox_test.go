@@ -472,8 +472,11 @@ func TestPairDebtDecidesAtOnce(t *testing.T) {
 	})
 }
 
-// A call repeating an idempotency key reports the first message's state and
-// sends nothing, whatever its own content.
+// A call repeating an idempotency key with the same message reports the
+// first message's state and sends nothing, whatever its deadline or
+// delivery mode. Issue 23 item 6: one with another message (other content,
+// another recipient) was answered with the first message's state, and
+// the second recipient got nothing; it is refused, as not submitted.
 func TestRepeatedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, mcptool.Config{})
@@ -482,14 +485,34 @@ func TestRepeatedKey(t *testing.T) {
 		if isErr || got["status"] != "queued" {
 			t.Fatalf("%v", got)
 		}
-		again, isErr := w.send(text("k2", "second, reworded", "max_delay_ms", 1, "delivery", "sync"))
+		again, isErr := w.send(text("k2", "second", "max_delay_ms", 1, "delivery", "sync"))
 		if isErr || again["status"] != "queued" || again["operation_id"] != "k2" {
 			t.Errorf("repeat of a queued key: %v", again)
+		}
+		for name, args := range map[string]map[string]any{
+			"other content":   text("k2", "second, reworded"),
+			"other recipient": {"to": "+237 690 00 00 02", "text": "second", "idempotency_key": "k2"},
+		} {
+			got, isErr := w.send(args)
+			want := map[string]any{"code": "WHATSAPP_IDEMPOTENCY_CONFLICT", "send_state": "not_submitted",
+				"idempotency_key": "k2", "retryable": false}
+			for k := range got {
+				if _, ok := want[k]; !ok && k != "expires_at" {
+					want[k] = "(absent)"
+				}
+			}
+			delete(got, "expires_at")
+			if diff := cmp.Diff(want, got); !isErr || diff != "" {
+				t.Errorf("%s: isError %v, result (-want +got):\n%s", name, isErr, diff)
+			}
 		}
 		time.Sleep(time.Minute)
 		again, isErr = w.send(text("k2", "second"))
 		if isErr || again["status"] != "accepted" || again["message_id"] == nil {
 			t.Errorf("repeat of an accepted key: %v", again)
+		}
+		if got, isErr := w.send(text("k2", "second, reworded")); !isErr || got["code"] != "WHATSAPP_IDEMPOTENCY_CONFLICT" {
+			t.Errorf("other content for an accepted key: %v", got)
 		}
 		if n := len(w.meta.Requests()); n != 2 {
 			t.Errorf("%d requests, want 2", n)
@@ -571,7 +594,7 @@ func TestConcurrentCalls(t *testing.T) {
 			wg.Go(func() {
 				key := fmt.Sprintf("c%d", i%25) // 15 keys are sent twice
 				res, err := w.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: mcptool.SendToolName, Arguments: map[string]any{
-					"to": fmt.Sprintf("+237 690 00 00 0%d", i%3), "text": "hello " + key, "idempotency_key": key, "max_delay_ms": 3_600_000,
+					"to": fmt.Sprintf("+237 690 00 00 0%d", i%25%3), "text": "hello " + key, "idempotency_key": key, "max_delay_ms": 3_600_000,
 				}})
 				if err != nil {
 					t.Error(err)

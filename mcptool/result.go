@@ -42,6 +42,11 @@ const (
 	// CodeUnavailable: the outbox could not be read or written. Retry with
 	// the same idempotency_key: it is never sent twice.
 	CodeUnavailable = "WHATSAPP_UNAVAILABLE"
+	// CodeIdempotencyConflict: the idempotency key already names another
+	// message (another recipient, other content). Nothing was sent or
+	// queued: send this message with a new key, or repeat the first
+	// message to learn its state.
+	CodeIdempotencyConflict = "WHATSAPP_IDEMPOTENCY_CONFLICT"
 	// CodeUnknownOperation: get_message_status knows no such message.
 	CodeUnknownOperation = "WHATSAPP_UNKNOWN_OPERATION"
 )
@@ -213,6 +218,10 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 		me *errcodes.Error
 	)
 	switch {
+	case errors.Is(err, cloudapi.ErrIdempotencyConflict):
+		return toolError{summary: "Not sent: this idempotency_key already names another message (another recipient or other content). Send this one with a new idempotency_key; repeating the first message with its key reports that message's state.",
+			res: SendResult{Code: CodeIdempotencyConflict, Retryable: ptr(false), ExpiresAt: stamp(expires),
+				SendState: string(cloudapi.StateNotSubmitted), IdempotencyKey: key, OperationID: op}}
 	case errors.As(err, &ve):
 		return failure(CodeInvalidMessage, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
 			fmt.Sprintf("Not sent: the message is invalid (%s: %s). Fix it before sending again.", ve.Field, ve.Reason))
