@@ -54,6 +54,11 @@ var ErrSubmittedUnknown = errors.New("cloudapi: submitted, outcome unknown")
 // they may be sent again; Client.Forget forgets a key on purpose.
 var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 
+// ErrZeroClient is returned by the methods of a Client not made by New
+// (the zero Client, or a nil one): it has no token, limits or memory of
+// keys, so it sends nothing.
+var ErrZeroClient = errors.New("cloudapi: Client not made by New")
+
 // ErrIdempotencyConflict is matched by the error of a send whose
 // idempotency key the Client remembers for another message (another sender
 // or recipient, other content): a key names one message, so no request is

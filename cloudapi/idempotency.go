@@ -169,4 +169,8 @@ func duplicate(key string, first *sent) (*Result, error) {
 // with it may be sent again: for a queue that reconciled an unknown outcome
 // as not delivered and decided to resend. A send still in progress with
 // the key is unaffected. Forget is safe for concurrent use.
-func (c *Client) Forget(key string) { c.idem.release(key) }
+func (c *Client) Forget(key string) {
+	if c != nil && c.idem != nil {
+		c.idem.release(key)
+	}
+}

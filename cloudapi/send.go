@@ -82,6 +82,9 @@ func (c *Client) Send(ctx context.Context, from string, m Message) (*Result, err
 // in it. The results have one entry per message, nil for those not
 // accepted.
 func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([]*Result, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
 	s, err := c.prepare(ctx, from, msgs)
 	if err != nil {
 		return nil, err
