@@ -56,6 +56,27 @@
 // other content is delivered. A handler needs [OnNotification] or
 // [OnOther], so that no field is ever acknowledged unseen.
 //
+// # Serving
+//
+// The Handler reads at most [MaxBody] bytes but sets no deadline: the
+// http.Server in front of it must, or clients trickling a body hold their
+// connections for as long as they like. Meta posts at most 3 MB from its
+// data centres, so tight limits cost nothing:
+//
+//	srv := &http.Server{
+//		Handler:           h,
+//		ReadHeaderTimeout: 5 * time.Second,
+//		ReadTimeout:       20 * time.Second, // headers and the whole body
+//		WriteTimeout:      40 * time.Second, // the callbacks run within it
+//		IdleTimeout:       60 * time.Second,
+//		MaxHeaderBytes:    64 << 10,
+//	}
+//
+// Keep the callbacks well inside WriteTimeout (and Meta's own wait for an
+// answer): a callback still running when Meta gives up leads to a
+// redelivery, answered 503 until the first attempt ends. A reverse proxy
+// in front should buffer request bodies and have equivalent limits.
+//
 // # Errors
 //
 // Errors match the sentinels with errors.Is: [ErrNoAppSecret] (empty app
