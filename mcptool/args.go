@@ -3,6 +3,7 @@ package mcptool
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -233,6 +234,36 @@ func parseSend(a SendArgs, allowed []string, now time.Time, replyTTL time.Durati
 func parseStatus(a StatusArgs) error {
 	if a.OperationID == "" && a.IdempotencyKey == "" {
 		return badArgs("operation_id or idempotency_key is required")
+	}
+	return nil
+}
+
+// checkRaw names the fields that clash, or the ones missing: exactly one
+// content (text, template or buttons), at most one deadline.
+func (SendArgs) checkRaw(args map[string]any) error {
+	var content []string
+	for _, k := range []string{"text", "template", "buttons"} {
+		if v, ok := args[k]; ok && v != nil {
+			content = append(content, k)
+		}
+	}
+	switch len(content) {
+	case 0:
+		return badArgs("give the message's content: one of text, template or buttons")
+	case 1:
+	default:
+		return badArgs("give one content, not %s: text, template and buttons are alternatives", strings.Join(content, " and "))
+	}
+	if args["max_delay_ms"] != nil && args["expires_at"] != nil {
+		return badArgs("give max_delay_ms or expires_at, not both: they are two ways to set one deadline")
+	}
+	return nil
+}
+
+// checkRaw asks for a name of the message.
+func (StatusArgs) checkRaw(args map[string]any) error {
+	if args["operation_id"] == nil && args["idempotency_key"] == nil {
+		return badArgs("give operation_id or idempotency_key")
 	}
 	return nil
 }

@@ -402,7 +402,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 	case errors.Is(err, errNotFound):
 		return outcome{isError: true,
 			summary: "No message with this operation_id or idempotency_key.",
-			value: StatusResult{Code: CodeUnknownOperation, MetaCode: ptr(0), Retryable: ptr(false),
+			value: StatusResult{Code: CodeUnknownOperation, Retryable: ptr(false),
 				OperationID: a.OperationID, IdempotencyKey: a.IdempotencyKey},
 		}, nil
 	case err != nil:
@@ -411,7 +411,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 		}
 		return outcome{isError: true,
 			summary: "The outbox is unavailable; try again.",
-			value:   StatusResult{Code: CodeUnavailable, MetaCode: ptr(0), Retryable: ptr(true)},
+			value:   StatusResult{Code: CodeUnavailable, Retryable: ptr(true)},
 		}, nil
 	}
 	res := StatusResult{
@@ -440,7 +440,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 		res.Code, res.MetaCode, res.Retryable, res.SendState = te.res.Code, te.res.MetaCode, te.res.Retryable, te.res.SendState
 		summary = "Failed: " + te.summary
 	case stateExpired:
-		res.Code, res.MetaCode, res.Retryable, res.SendState = CodeMessageExpired, ptr(0), ptr(false), string(cloudapi.StateNotSubmitted)
+		res.Code, res.Retryable, res.SendState = CodeMessageExpired, ptr(false), string(cloudapi.StateNotSubmitted)
 		summary = "Expired: its deadline passed before it could be sent; it was never sent."
 	}
 	// A message's state is not an error of this call: the lookup worked.
