@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,6 +29,17 @@ func (l *errLog) observe(err error, _ time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.errs = append(l.errs, err)
+}
+
+// await waits (bounded) until an error has been reported.
+func (l *errLog) await(t *testing.T, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if len(l.list()) > 0 {
+			return
+		}
+	}
+	t.Fatalf("no error reported within %v", limit)
 }
 
 func (l *errLog) list() []error {
@@ -77,7 +89,7 @@ func acceptedOnce(t *testing.T, o *outbox.Outbox, meta *cloudapitest.Server, key
 func TestRunRidesOutSQLiteBusy(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("holds a SQLite write lock for 11 s")
+		t.Skip("holds a SQLite write lock past its 10 s busy timeout")
 	}
 	var log errLog
 	o, dsn := openSQLite(t, outbox.WithRunErrorObserver(log.observe))
@@ -111,7 +123,7 @@ func TestRunRidesOutSQLiteBusy(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- o.Run(runCtx, c) }()
-	time.Sleep(11 * time.Second)
+	log.await(t, time.Minute) // SQLITE_BUSY, after the 10 s busy timeout
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
@@ -327,6 +339,87 @@ func TestPostgresRunRidesOutRestart(t *testing.T) {
 	acceptedOnce(t, o, meta, keys)
 	if len(log.list()) == 0 {
 		t.Error("no error reported: the restart did not reach Run")
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// gateTransport holds every request until open is closed.
+type gateTransport struct {
+	open    chan struct{}
+	arrived chan struct{} // gets one value per request
+	next    http.RoundTripper
+}
+
+func (g *gateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.arrived <- struct{}{}
+	<-g.open
+	return g.next.RoundTrip(r)
+}
+
+// TestRunKeepsOutcomesItCannotRecord: sends answered while another
+// process holds the SQLite write lock past the busy timeout. Their
+// outcomes could not be recorded: Run once dropped them, leaving the
+// items sending until their lease ended and then submitted_unknown. They
+// are kept and recorded once the lock is free: accepted, each sent once.
+func TestRunKeepsOutcomesItCannotRecord(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("holds a SQLite write lock past its 10 s busy timeout")
+	}
+	var log errLog
+	o, dsn := openSQLite(t, outbox.WithRunErrorObserver(log.observe))
+	meta := cloudapitest.NewServer(t)
+	const n = 4
+	gate := &gateTransport{open: make(chan struct{}), arrived: make(chan struct{}, n), next: meta.Client().Transport}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(&http.Client{Transport: gate}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var keys []string
+	for i := range n {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("unrecorded-%d", i)
+		keys = append(keys, m.IdempotencyKey)
+		if _, err := o.Enqueue(ctx, from, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	for range n {
+		<-gate.arrived // every item claimed (committed) and in flight
+	}
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.open) // Meta answers; Run cannot record it
+	log.await(t, time.Minute)
+	if st, err := o.Snapshot(ctx); err != nil || st.Counts[outbox.StateSending] != n {
+		t.Errorf("while the lock is held: %v, %v; want every item still sending", st.Counts, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	drainAll(t, o, runErr, time.Minute)
+	acceptedOnce(t, o, meta, keys)
+	if len(log.list()) == 0 {
+		t.Error("no error reported")
 	}
 	cancel()
 	if err := <-runErr; !errors.Is(err, context.Canceled) {
