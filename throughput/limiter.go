@@ -164,9 +164,9 @@ type Limiter struct {
 	interval    time.Duration
 	interval0   time.Duration // the interval without the margin
 	burst       int
-	heldUntil   int64    // the latest hold known, for HeldUntil
-	eventEnd    int64    // the end of the hold of the current 130429 event
-	lastEvent   int64    // when the latest 130429 event began
+	heldUntil   int64 // the latest hold known, for HeldUntil
+	eventEnd    int64 // the end of the hold of the current 130429 event
+	lastEvent   int64 // when the latest 130429 event began
 	margin      time.Duration
 	late        lateness // recent lateness, see ObserveSend
 	tolerance   atomic.Int64
