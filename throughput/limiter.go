@@ -51,6 +51,10 @@ var (
 	maintenanceHolds = backoff.Exponential{Initial: 10 * time.Second, Factor: 2, Max: time.Minute}
 )
 
+// throttleTail is how long after the end of a 130429 event's hold another
+// 130429 still belongs to the event.
+const throttleTail = time.Second
+
 // Adaptive rate after 130429: an event that begins within recoverEvery of
 // the previous one cuts the rate to 3/4 of its current value (not below a
 // tenth of the configured rate); every 10 s without one gives back a tenth
@@ -424,8 +428,9 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 //   - 130429 (throughput): Meta counts a number's messages in one-second
 //     windows and asks the sender to wait "until you are within your
 //     allowed level again". Refusals that arrive during the hold of an
-//     earlier one are one event (the requests were on the way together):
-//     they change nothing and return what remains of that hold. A new event
+//     earlier one, or within a second after it, are one event (requests on
+//     the way together, or met at the hold's end): they change nothing and
+//     return what remains of that hold, at least one interval. A new event
 //     holds the number for 1 s, doubling with each event not separated from
 //     the previous one by an [Limiter.Accepted], up to 30 s. The rate stays
 //     as it was, unless the event began within 10 s of the previous one
@@ -447,10 +452,13 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 	var hold time.Duration
 	switch code {
 	case errcodes.ThroughputLimit:
-		if tn < l.eventEnd {
-			rest := time.Duration(l.eventEnd - tn)
+		if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
+			// The same event: the rest of its hold, or one interval when
+			// the refusal comes just after it (the requests that met
+			// the hold's end answered together).
+			rest := max(time.Duration(l.eventEnd-tn), l.interval)
 			l.mu.Unlock()
-			return rest // the same event
+			return rest
 		}
 		hold = throttleHolds.Delay(l.throttles)
 		l.throttles++

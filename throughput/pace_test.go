@@ -48,7 +48,8 @@ func TestThrottleRefusalsTogetherAreOneEvent(t *testing.T) {
 	}
 }
 
-// TestThrottleEventsThatKeepComingEscalate: events not separated by an
+// TestThrottleEventsThatKeepComingEscalate: refusals a second or more
+// after an event's hold are a new event; events not separated by an
 // acceptance double the hold (up to 30 s); an acceptance resets it.
 func TestThrottleEventsThatKeepComingEscalate(t *testing.T) {
 	t.Parallel()
@@ -61,7 +62,11 @@ func TestThrottleEventsThatKeepComingEscalate(t *testing.T) {
 		if h := lim.Refused(now.Add(time.Millisecond), errcodes.ThroughputLimit); h != want-time.Millisecond {
 			t.Fatalf("a refusal of the same event returned %v", h)
 		}
-		now = now.Add(want)
+		// Met at the hold's end: the same event, one interval.
+		if h := lim.Refused(now.Add(want), errcodes.ThroughputLimit); h <= 0 || h > 13*time.Millisecond {
+			t.Fatalf("a refusal at the hold's end returned %v, want one interval", h)
+		}
+		now = now.Add(want + time.Second) // refusals that keep coming
 	}
 	lim.Accepted(now)
 	if h := lim.Refused(now, errcodes.ThroughputLimit); h != time.Second {
