@@ -158,22 +158,25 @@ type Limiter struct {
 	b        memBucket   // the bucket when opts.store is nil
 	degraded atomic.Bool // the adaptive rate is below the configured one
 
-	mu          sync.Mutex // protects the fields below
-	mps         int
-	perSecond   int
-	factor      float64   // fraction of perSecond in use
-	lastChange  time.Time // of factor
-	throttles   int       // consecutive 130429 answers
-	maintenance int       // consecutive 131057 or 2494100 answers
-	interval    time.Duration
-	interval0   time.Duration // the interval without the margin
-	burst       int
-	heldUntil   int64 // the latest hold known, for HeldUntil
-	eventEnd    int64 // the end of the hold of the current 130429 event
-	lastEvent   int64 // when the latest 130429 event began
-	margin      time.Duration
-	late        lateness // recent lateness, see ObserveSend
-	tolerance   atomic.Int64
+	mu            sync.Mutex // protects the fields below
+	mps           int
+	perSecond     int
+	factor        float64   // fraction of perSecond in use
+	lastChange    time.Time // of factor
+	throttles     int       // consecutive 130429 answers
+	maintenance   int       // consecutive 131057 or 2494100 answers
+	interval      time.Duration
+	interval0     time.Duration // the interval without the margin
+	burst         int
+	heldUntil     int64 // the latest hold known, for HeldUntil
+	eventEnd      int64 // the end of the hold of the current 130429 event
+	lastEvent     int64 // when the latest 130429 event began
+	margin        time.Duration
+	late          lateness // recent lateness, see ObserveSend
+	looseTolAt    int64    // when a pending higher tolerance may apply (0: none)
+	looseMarginAt int64    // when a pending lower margin may apply (0: none)
+	tolerance     atomic.Int64
+	lastSlot      atomic.Int64 // the latest instant a reservation was handed out for
 }
 
 // New returns a Limiter for a number allowed mps messages per second
@@ -335,7 +338,12 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 	if l.degraded.Load() {
 		l.recover(tn)
 	}
-	return reserveBucket(ctx, &l.b, l.opts, l.clock, l.knownHold, tn, n, maxWait)
+	r := reserveBucket(ctx, &l.b, l.opts, l.clock, l.knownHold, tn, n, maxWait)
+	if r.ok && !l.opts.fixed {
+		for last := l.lastSlot.Load(); r.tk.Act > last && !l.lastSlot.CompareAndSwap(last, r.tk.Act); last = l.lastSlot.Load() {
+		}
+	}
+	return r
 }
 
 // knownHold returns the latest hold this Limiter applied or met.

@@ -1,8 +1,11 @@
 package throughput
 
 import (
+	"math"
 	"slices"
 	"time"
+
+	"github.com/wapace/wapace/internal/sat"
 )
 
 // Write-time pacing. A Limiter decides when a send may leave; Meta counts
@@ -19,15 +22,19 @@ import (
 //     that a window of 1 s + margin holds no more than PerSecond().
 //
 // With a burst b and an interval T, a window of one second holds at most
-// PerSecond() sends whose lateness differs by less than margin + T. The
-// tolerance is therefore max(q, T/2), q a recent high quantile of the
-// lateness seen at the check (so that few sends take a new slot), and the
-// margin is max(0, tolerance + w - T/2), w a recent high quantile of the
-// time from the check to the bytes being out: half an interval is left for
-// what the sender cannot see (the network, the far end). On an idle
-// machine both quantiles are well below T/2, the margin is 0 and the rate
-// is the bare rule's; under load the margin follows what is observed, up
-// to maxMargin.
+// PerSecond() sends whose lateness differs by less than margin + T. A
+// tolerance tau therefore needs a margin of max(0, tau + w - T/2), w a
+// recent 99th percentile of the time from the check to the bytes being
+// out: half an interval is left for what the sender cannot see (the
+// network, the far end). The tolerance is at least T/2 and otherwise the
+// one that costs least: the share of recent checks later than it (each
+// takes a new slot, and its old slot passed unused) plus its margin as a
+// share of a second. Lateness comes in stalls (a process not scheduled for
+// 100 ms makes every send due in that time late together): re-slotting
+// those costs the stall once, where a margin as long as the stall would
+// cost it in every second. On an idle machine every check is within T/2,
+// the margin is 0 and the rate is the bare rule's; under load the margin
+// follows what is observed, up to maxMargin.
 //
 // The quantiles are per Limiter (per process), over the last lateSamples
 // observations, recomputed every lateEvery. Limiters sharing a Store pace
@@ -37,7 +44,7 @@ import (
 const (
 	lateSamples = 256
 	lateEvery   = 32
-	lateRank    = lateSamples - 1 - lateSamples/100 // the 99th percentile
+	writeRank   = lateSamples - 1 - lateSamples/100 // the 99th percentile
 	maxMargin   = 250 * time.Millisecond
 	marginStep  = time.Millisecond // the margin moves in steps, so that the interval changes seldom
 )
@@ -63,24 +70,47 @@ func (r *lateness) add(check, write time.Duration) bool {
 	return true
 }
 
-// quantiles returns the high quantile of each kind of lateness.
-func (r *lateness) quantiles() (check, write time.Duration) {
-	q := func(s []int64) time.Duration {
+// figures returns the tolerance and margin for an interval T from the
+// samples: the write's 99th percentile w, and the tolerance that costs
+// least, where a tolerance tau costs the share of checks later than it
+// (each takes a new slot, and its old one passed unused) plus the margin
+// it needs, max(0, tau + w - T/2), as a share of a second.
+func (r *lateness) figures(interval time.Duration) (tolerance, margin time.Duration) {
+	sorted := func(s []int64) []int64 {
 		c := slices.Clone(s[:r.n])
 		slices.Sort(c)
-		return time.Duration(c[r.n*lateRank/lateSamples])
+		return c
 	}
-	return q(r.check[:]), q(r.write[:])
+	w := time.Duration(sorted(r.write[:])[r.n*writeRank/lateSamples])
+	check := sorted(r.check[:])
+	half := interval / 2
+	best, bestCost := half, math.Inf(1)
+	later := r.n // checks later than tau, for tau = half first
+	for later > 0 && time.Duration(check[r.n-later]) <= half {
+		later--
+	}
+	for k := r.n - later - 1; k < r.n; k++ { // tau = half, then each later sample
+		tau := half
+		if k >= 0 {
+			tau = max(time.Duration(check[k]), half)
+		}
+		for later > 0 && time.Duration(check[r.n-later]) <= tau {
+			later--
+		}
+		if tau > maxMargin+half {
+			break
+		}
+		m := max(tau+w-half, 0)
+		if cost := float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
+			best, bestCost = tau, cost
+		}
+	}
+	return best, roundMargin(max(best+w-half, 0))
 }
 
-// paceFigures returns the tolerance and margin for an interval T given the
-// high quantiles of check and write lateness (see the comment above).
-func paceFigures(interval, check, write time.Duration) (tolerance, margin time.Duration) {
-	half := interval / 2
-	tolerance = max(check, half)
-	margin = max(tolerance+write-half, 0)
-	margin = min((margin+marginStep-1)/marginStep*marginStep, maxMargin)
-	return min(tolerance, maxMargin+half), margin
+// roundMargin rounds a margin up to a step, and caps it.
+func roundMargin(m time.Duration) time.Duration {
+	return min((m+marginStep-1)/marginStep*marginStep, maxMargin)
 }
 
 // ObserveSend records one send this Limiter admitted for slot: checked is
@@ -106,12 +136,41 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !l.late.add(checked.Sub(slot), write) {
 		return
 	}
-	check, w := l.late.quantiles()
-	tol, margin := paceFigures(l.interval0, check, w)
-	l.tolerance.Store(int64(tol))
-	if margin != l.margin {
+	tol, margin := l.late.figures(l.interval0)
+	l.retune(checked.UnixNano(), tol, margin)
+}
+
+// retune moves the tolerance and the margin towards tol and margin at t,
+// in the safe order: a stricter figure (a lower tolerance, a higher
+// margin) applies at once; a looser one only once every slot handed out
+// under the stricter one has gone and its second has passed (the latest
+// slot plus 1 s), so that no second at Meta holds sends let late by one
+// figure and spaced by the other. Called with l.mu held.
+func (l *Limiter) retune(t int64, tol, margin time.Duration) {
+	settled := sat.Add(l.lastSlot.Load(), int64(time.Second))
+	cur := time.Duration(l.tolerance.Load())
+	switch {
+	case tol <= cur:
+		l.tolerance.Store(int64(tol))
+		l.looseTolAt = 0
+	case l.looseTolAt == 0:
+		l.looseTolAt = settled
+	case t >= l.looseTolAt:
+		l.tolerance.Store(int64(tol))
+		l.looseTolAt = 0
+	}
+	apply := false
+	switch {
+	case margin >= l.margin:
+		apply, l.looseMarginAt = margin != l.margin, 0
+	case l.looseMarginAt == 0:
+		l.looseMarginAt = settled
+	case t >= l.looseMarginAt:
+		apply, l.looseMarginAt = true, 0
+	}
+	if apply {
 		l.margin = margin
-		l.applyLocked(checked.UnixNano())
+		l.applyLocked(t)
 	}
 }
 

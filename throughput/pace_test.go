@@ -89,7 +89,7 @@ func TestMarginFollowsLateness(t *testing.T) {
 	}{
 		{"idle", nil, 200 * time.Microsecond, 100 * time.Microsecond, 0, time.Millisecond, 6 * time.Millisecond},
 		{"loaded", nil, 20 * time.Millisecond, 2 * time.Millisecond, 15 * time.Millisecond, 17 * time.Millisecond, 20 * time.Millisecond},
-		{"absurd", nil, time.Hour, time.Hour, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond},
+		{"absurd", nil, time.Hour, time.Hour, 250 * time.Millisecond, 250 * time.Millisecond, 6 * time.Millisecond},
 		{"fixed", []throughput.Option{throughput.WithHeadroom(0)}, 20 * time.Millisecond, 2 * time.Millisecond, 0, 0, 6 * time.Millisecond},
 	}
 	for _, tc := range cases {
@@ -132,5 +132,38 @@ func TestMarginFollowsLateness(t *testing.T) {
 				t.Fatalf("%d sends in a window of 1 s + %v, limit %d", n, m, lim.PerSecond())
 			}
 		})
+	}
+}
+
+// TestLooserFiguresWaitForTheirSecond: when lateness falls, the tolerance
+// falls at once but the margin only once the slots handed out under it
+// and their second have passed; when it rises, the margin rises at once
+// and the tolerance only after them.
+func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
+	t.Parallel()
+	lim := throughput.New(80)
+	feed := func(from time.Time, check time.Duration) time.Time {
+		for i := range 256 {
+			slot := from.Add(time.Duration(i) * 13 * time.Millisecond)
+			lim.ObserveSend(slot, slot.Add(check), slot.Add(check))
+		}
+		return from.Add(256 * 13 * time.Millisecond)
+	}
+	now := feed(t0, 20*time.Millisecond)
+	if lim.Margin() == 0 {
+		t.Fatal("no margin after 20 ms of lateness")
+	}
+	last := lim.ReserveN(now, 1).TimeToAct() // a slot under the high margin
+	high := lim.Margin()
+	now = feed(now, 0)
+	if lim.Tolerance() > 7*time.Millisecond {
+		t.Fatalf("tolerance %v after lateness fell, want half an interval at once", lim.Tolerance())
+	}
+	if now.Before(last.Add(time.Second)) && lim.Margin() != high {
+		t.Fatalf("margin fell to %v before the slot at +%v had its second", lim.Margin(), last.Sub(t0))
+	}
+	feed(last.Add(2*time.Second), 0)
+	if lim.Margin() != 0 {
+		t.Fatalf("margin %v long after lateness fell, want 0", lim.Margin())
 	}
 }
