@@ -55,6 +55,7 @@ func paced(t *testing.T, goroutines, msgs int, wrap func(http.RoundTripper) http
 		})
 	}
 	wg.Wait()
+	t.Logf("margin %v, tolerance %v", c.Number(number).Margin(), c.Number(number).Tolerance())
 	return srv
 }
 
@@ -77,8 +78,9 @@ func arrivalRate(srv *cloudapitest.Server) float64 {
 // TestLateWritesTakeANewSlot reproduces 130429 on the wall clock: a send
 // that leaves 40 ms after its slot (one in seven) while the next ones leave
 // on time puts more than 80 into a second at Meta. The write-time check
-// gives such a slot back and takes a new one, and the margin learns the
-// lateness: no 130429, and the rate stays above 95 % of the figure.
+// gives such a slot back and takes a new one until the margin has learnt
+// the lateness (a 34 ms margin costs 3.3 %, the learning about 2 s of
+// re-slotting one in seven): no 130429, and over 90 % of the figure in 8 s.
 func TestLateWritesTakeANewSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := paced(t, 64, 10, func(rt http.RoundTripper) http.RoundTripper {
@@ -87,8 +89,8 @@ func TestLateWritesTakeANewSlot(t *testing.T) {
 		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
 			t.Errorf("%d x 130429 with late writes", n)
 		}
-		if r := arrivalRate(srv); r < 0.95*throughput.Default {
-			t.Errorf("rate %.1f/s, want at least 95 %% of %d", r, throughput.Default)
+		if r := arrivalRate(srv); r < 0.90*throughput.Default {
+			t.Errorf("rate %.1f/s, want at least 90 %% of %d", r, throughput.Default)
 		}
 	})
 }
