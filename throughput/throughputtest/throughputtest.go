@@ -56,7 +56,7 @@ func testUnusedSlot(t *testing.T, s throughput.Store) {
 		last = lim.ReserveN(t0, 1)
 	}
 	slot := last.TimeToAct()
-	last.CancelAt(slot) // found 50 ms late at slot+50ms: given back at its own instant
+	last.CancelAt(slot)            // found 50 ms late at slot+50ms: given back at its own instant
 	again := lim.ReserveN(slot, 1) // asked at the slot's instant, as the model's clock allows
 	if !again.OK() || !again.TimeToAct().Equal(slot) {
 		t.Fatalf("after giving back the latest slot (+%v) the next is at +%v", slot.Sub(t0), again.TimeToAct().Sub(t0))
