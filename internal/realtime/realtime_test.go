@@ -208,6 +208,7 @@ func send(ctx context.Context, a senderArgs) (senderResult, error) {
 type knobs struct {
 	seconds, rounds int
 	hog             bool
+	minRate         float64 // the least share of the figure between the first and the last acceptance
 }
 
 func settings(t *testing.T) knobs {
@@ -215,7 +216,14 @@ func settings(t *testing.T) knobs {
 	if testing.Short() {
 		t.Skip("real-time test: skipped under -short")
 	}
-	k := knobs{seconds: 30, rounds: 1, hog: os.Getenv("WAPACE_REALTIME_HOG") != "0"}
+	k := knobs{seconds: 30, rounds: 1, hog: os.Getenv("WAPACE_REALTIME_HOG") != "0", minRate: 0.95}
+	if v := os.Getenv("WAPACE_REALTIME_MIN_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			t.Fatalf("WAPACE_REALTIME_MIN_RATE=%q: want a share in (0, 1]", v)
+		}
+		k.minRate = f
+	}
 	for name, p := range map[string]*int{"WAPACE_REALTIME_SECONDS": &k.seconds, "WAPACE_REALTIME_ROUNDS": &k.rounds} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -377,15 +385,22 @@ func observe(t *testing.T, meta string) outcome {
 	return o
 }
 
-// check applies the promise: no refusal, no duplicate, 95 % of the figure.
-func check(t *testing.T, o outcome, errs []string) {
+// check applies the promise: no refusal, no duplicate, and (by default)
+// 95 % of the figure. The share a process can use is bounded by how much
+// of the time it is scheduled: slots that pass while it waits for a CPU
+// are lost (sending them late, bunched, is what draws 130429). On this
+// project's shared 2-core machine at a load average above 8 the suite
+// measured 84-95 %; WAPACE_REALTIME_MIN_RATE lowers the bar for such
+// machines, never the refusal counts.
+func check(t *testing.T, k knobs, o outcome, errs []string) {
 	t.Helper()
-	t.Log(o)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%v (load %s)", o, strings.TrimSpace(string(load)))
 	if o.throttled != 0 || o.pair != 0 || o.duplicates != 0 {
 		t.Errorf("want 0 x 130429, 0 x 131056, 0 duplicates: %v", o)
 	}
-	if o.rate < 0.95*mps {
-		t.Errorf("rate %.2f msg/s, want at least 95 %% of %d", o.rate, mps)
+	if o.rate < k.minRate*mps {
+		t.Errorf("rate %.2f msg/s, want at least %.0f %% of %d", o.rate, 100*k.minRate, mps)
 	}
 	if len(errs) > 0 {
 		t.Errorf("send errors: %q", errs)
@@ -409,7 +424,7 @@ func TestOneProcess64Goroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("margin %v, tolerance %v at the end", res.Margin, res.Tolerance)
-		check(t, observe(t, meta), res.Errors)
+		check(t, k, observe(t, meta), res.Errors)
 	})
 }
 
@@ -442,7 +457,7 @@ func TestThreeProcessesOverRedis(t *testing.T) {
 			}
 			errs = append(errs, res.Errors...)
 		}
-		check(t, observe(t, meta), errs)
+		check(t, k, observe(t, meta), errs)
 	})
 }
 
@@ -497,7 +512,7 @@ func TestOutboxOnSQLite(t *testing.T) {
 		if int64(o.accepted) < enqueued.Load() {
 			t.Errorf("%d of %d messages accepted", o.accepted, enqueued.Load())
 		}
-		check(t, o, enqErrs)
+		check(t, k, o, enqErrs)
 	})
 }
 
