@@ -357,7 +357,11 @@ func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errc
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		return c.Number(from).Refused(at, e.Code)
+		hold := c.Number(from).Refused(at, e.Code)
+		if hold > 0 {
+			c.numberHolds.Store(from, e.Code)
+		}
+		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
 		return c.budget.Refused(at, e.Code)
 	}
