@@ -65,3 +65,15 @@ func (n *holdNote) by(at time.Time) errcodes.Hold {
 	}
 	return n.held
 }
+
+// wroteAt is when the write-time check let message's body go (so that a
+// wait for a new slot there counts in Wait, not in the request's
+// Duration), or posted if it never ran.
+func wroteAt(g *gate, posted time.Time) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.checked.After(posted) {
+		return g.checked
+	}
+	return posted
+}

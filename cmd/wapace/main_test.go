@@ -307,7 +307,9 @@ func TestFakemetaServes(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	var out, errb syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"fakemeta", "-addr", "127.0.0.1:0", "-token", "FAKE_TOKEN_abc"}, &out, &errb) }()
+	go func() {
+		done <- run(ctx, []string{"fakemeta", "-addr", "127.0.0.1:0", "-token", "FAKE_TOKEN_abc"}, &out, &errb)
+	}()
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; {
 		if i := strings.Index(out.String(), "http://"); i >= 0 {
