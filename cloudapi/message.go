@@ -89,6 +89,17 @@ type Message struct {
 	// hours, so that a template to them does not count toward the messaging
 	// tier. Leave it false when unsure: the tier then errs on the safe side.
 	InServiceWindow bool
+	// ProductPolicy is the Marketing Messages API's product_policy, sent
+	// when the template goes to /marketing_messages (see
+	// WithTemplateCategories); the zero value sends none (Meta's default,
+	// PolicyCloudAPIFallback). Only templates may set it.
+	ProductPolicy ProductPolicy
+	// ActivitySharing, when not nil, is the Marketing Messages API's
+	// message_activity_sharing for this message: whether Meta may use its
+	// activity (reads, clicks) to optimise delivery, overriding the
+	// account's setting. Sent with /marketing_messages only; only
+	// templates may set it.
+	ActivitySharing *bool
 
 	to      string // as given; parsed by check
 	kind    Kind
@@ -111,7 +122,7 @@ func (m Message) Validate() error {
 	if err != nil {
 		return err
 	}
-	_, err = m.encode(to, "k")
+	_, err = m.encodeFor(to, "k", m.kind == KindTemplate && m.Category == CategoryMarketing)
 	return err
 }
 
@@ -151,6 +162,14 @@ func (m Message) check() (phone.Recipient, error) {
 	default:
 		return to, invalid("category", "unknown template category")
 	}
+	switch {
+	case m.ProductPolicy != "" && m.ProductPolicy != PolicyCloudAPIFallback && m.ProductPolicy != PolicyStrict:
+		return to, invalid("product_policy", "must be CLOUD_API_FALLBACK or STRICT")
+	case (m.ProductPolicy != "" || m.ActivitySharing != nil) && m.kind != KindTemplate:
+		return to, invalid("product_policy", "only template messages go to the Marketing Messages API")
+	case (m.ProductPolicy != "" || m.ActivitySharing != nil) && m.Category != "" && m.Category != CategoryMarketing:
+		return to, invalid("product_policy", "only marketing templates go to the Marketing Messages API")
+	}
 	if to.IsBSUID() && m.kind == KindTemplate && m.Category == CategoryAuthentication {
 		// Meta, "Business-scoped user IDs": one-tap, zero-tap and copy-code
 		// authentication templates still require a phone number (error
@@ -178,10 +197,12 @@ func (m Message) countsTowardTier() bool {
 	return m.kind == KindTemplate && !m.InServiceWindow
 }
 
-// encode returns the request's JSON body for recipient to, with
-// callbackData as biz_opaque_callback_data. A phone number goes in "to", a
-// business-scoped user ID in "recipient" (Meta, "Business-scoped user IDs").
-func (m Message) encode(to phone.Recipient, callbackData string) ([]byte, error) {
+// encodeFor returns the request's JSON body for recipient to, with
+// callbackData as biz_opaque_callback_data; marketing adds the Marketing
+// Messages API's own fields (product_policy, message_activity_sharing). A
+// phone number goes in "to", a business-scoped user ID in "recipient"
+// (Meta, "Business-scoped user IDs").
+func (m Message) encodeFor(to phone.Recipient, callbackData string, marketing bool) ([]byte, error) {
 	var (
 		b   []byte
 		err error
@@ -205,6 +226,12 @@ func (m Message) encode(to phone.Recipient, callbackData string) ([]byte, error)
 		}
 		if callbackData != "" && m.kind != KindReaction {
 			req["biz_opaque_callback_data"] = callbackData
+		}
+		if marketing && m.ProductPolicy != "" {
+			req["product_policy"] = string(m.ProductPolicy)
+		}
+		if marketing && m.ActivitySharing != nil {
+			req["message_activity_sharing"] = *m.ActivitySharing
 		}
 		b, err = json.Marshal(req)
 	}

@@ -117,7 +117,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		return nil, err
 	}
 	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
-		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
+		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
 		var ve *ValidationError
@@ -142,7 +142,10 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		if s.keys[i] == "" {
 			s.keys[i] = c.newKey()
 		}
-		if s.bodies[i], err = m.encode(to, s.keys[i]); err != nil {
+		if s.endpoints[i], err = c.endpoint(ctx, m); err != nil {
+			return nil, err
+		}
+		if s.bodies[i], err = m.encodeFor(to, s.keys[i], s.endpoints[i] == endpointMarketing); err != nil {
 			return nil, bubble(i, err)
 		}
 	}
@@ -189,22 +192,25 @@ func deadlineOf(ctx context.Context, msgs []Message, now time.Time) time.Time {
 
 // sending is one SendBurst in progress.
 type sending struct {
-	c        *Client
-	ctx      context.Context
-	from     string
-	to       phone.Recipient // zero for MarkRead
-	pair     pairlimit.Pair  // zero for MarkRead
-	msgs     []Message
-	keys     []string
-	bodies   [][]byte
-	results  []*Result
-	attempts []int
-	states   []SendState // each message's state once it has one
-	deadline time.Time
-	refusals int                        // consecutive refusals of the current message
-	last     errcodes.Code              // the last refusal's code, or 0
-	lastErr  *errcodes.Error            // the last refusal
-	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
+	c      *Client
+	ctx    context.Context
+	from   string
+	to     phone.Recipient // zero for MarkRead
+	pair   pairlimit.Pair  // zero for MarkRead
+	msgs   []Message
+	keys   []string
+	bodies [][]byte
+	// endpoints[i] is where msgs[i] is posted (endpointMessages or
+	// endpointMarketing), decided once by prepare.
+	endpoints []string
+	results   []*Result
+	attempts  []int
+	states    []SendState // each message's state once it has one
+	deadline  time.Time
+	refusals  int                        // consecutive refusals of the current message
+	last      errcodes.Code              // the last refusal's code, or 0
+	lastErr   *errcodes.Error            // the last refusal
+	who       *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
 // run sends the messages in order as one burst; after a refusal, the
@@ -251,7 +257,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
-		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx])
+		out := c.post(s.ctx, s.from, s.endpoints[idx], s.msgs[idx].kind, s.bodies[idx])
 		at := c.clock.Now()
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
