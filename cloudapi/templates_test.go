@@ -166,10 +166,12 @@ func TestMarketingFieldsValidation(t *testing.T) {
 	bad := func(m cloudapi.Message, mutate func(*cloudapi.Message)) cloudapi.Message { mutate(&m); return m }
 	on := true
 	for name, m := range map[string]cloudapi.Message{
-		"unknown policy":   bad(cloudapi.Template(alice, "promo", "en_US"), func(m *cloudapi.Message) { m.ProductPolicy = "LOOSE" }),
-		"policy on text":   bad(cloudapi.Text(alice, "hi"), func(m *cloudapi.Message) { m.ProductPolicy = cloudapi.PolicyStrict }),
-		"sharing on text":  bad(cloudapi.Text(alice, "hi"), func(m *cloudapi.Message) { m.ActivitySharing = &on }),
-		"policy, utility":  bad(cloudapi.Template(alice, "promo", "en_US"), func(m *cloudapi.Message) { m.ProductPolicy, m.Category = cloudapi.PolicyStrict, cloudapi.CategoryUtility }),
+		"unknown policy":  bad(cloudapi.Template(alice, "promo", "en_US"), func(m *cloudapi.Message) { m.ProductPolicy = "LOOSE" }),
+		"policy on text":  bad(cloudapi.Text(alice, "hi"), func(m *cloudapi.Message) { m.ProductPolicy = cloudapi.PolicyStrict }),
+		"sharing on text": bad(cloudapi.Text(alice, "hi"), func(m *cloudapi.Message) { m.ActivitySharing = &on }),
+		"policy, utility": bad(cloudapi.Template(alice, "promo", "en_US"), func(m *cloudapi.Message) {
+			m.ProductPolicy, m.Category = cloudapi.PolicyStrict, cloudapi.CategoryUtility
+		}),
 		"sharing, authent": bad(cloudapi.Template(alice, "promo", "en_US"), func(m *cloudapi.Message) { m.ActivitySharing, m.Category = &on, cloudapi.CategoryAuthentication }),
 	} {
 		var ve *cloudapi.ValidationError
