@@ -256,8 +256,14 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			s.states[idx] = StateNotSubmitted
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
+		endpoint, body, err := s.route(idx)
+		if err != nil {
+			a.settle(c.clock.Now(), k, k)
+			s.states[idx] = StateNotSubmitted
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
+		}
 		s.attempts[idx]++
-		out := c.post(s.ctx, s.from, s.endpoints[idx], s.msgs[idx].kind, s.bodies[idx])
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body)
 		at := c.clock.Now()
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})

@@ -233,6 +233,26 @@ func (c *Client) endpoint(ctx context.Context, m Message) (string, error) {
 	return endpointMessages, nil
 }
 
+// route decides, at the instant message i is posted, where it goes and
+// with which body: the category may have changed while it waited for its
+// slot (a completed template_category_update), and Meta routes on the
+// latest one. prepare decided once already, so that a template nobody can
+// place fails before anything is reserved.
+func (s *sending) route(i int) (endpoint string, body []byte, err error) {
+	endpoint, err = s.c.endpoint(s.ctx, s.msgs[i])
+	if err != nil {
+		return "", nil, err
+	}
+	if endpoint != s.endpoints[i] {
+		b, err := s.msgs[i].encodeFor(s.to, s.keys[i], endpoint == endpointMarketing)
+		if err != nil {
+			return "", nil, err
+		}
+		s.endpoints[i], s.bodies[i] = endpoint, b
+	}
+	return endpoint, s.bodies[i], nil
+}
+
 // TemplateInfo is one template translation as the Message Templates API
 // lists it, with Meta's names for status and category.
 type TemplateInfo struct {

@@ -310,3 +310,30 @@ func TestApplyCategoryUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteIsDecidedWhenPosted: a template waiting for its pair slot when
+// its completed recategorisation arrives goes where the latest category
+// says, not where it would have gone when Send was called.
+func TestRouteIsDecidedWhenPosted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg cloudapi.TemplateRegistry
+		k := cloudapi.TemplateKey{WABAID: waba, Name: "order_update", Language: "en_US"}
+		reg.Set(k, cloudapi.CategoryUtility)
+		h := newHarness(t, []cloudapitest.Option{cloudapitest.WithPairRule(6*time.Second, 1, 6*time.Second)},
+			cloudapi.WithTemplateCategories(waba, &reg))
+		if _, err := h.c.Send(t.Context(), number, cloudapi.Text(alice, "first")); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Second)
+			reg.ApplyCategoryUpdate(waba, &webhook.TemplateCategoryUpdate{TemplateName: k.Name, TemplateLanguage: k.Language,
+				PreviousCategory: "UTILITY", NewCategory: "MARKETING"})
+		}()
+		if _, err := h.c.Send(t.Context(), number, cloudapi.Template(alice, "order_update", "en_US")); err != nil {
+			t.Fatal(err)
+		}
+		if reqs := h.srv.Requests(); len(reqs) != 2 || reqs[1].Path != marketingPath {
+			t.Errorf("requests %+v", reqs)
+		}
+	})
+}
