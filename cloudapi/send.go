@@ -39,6 +39,23 @@ type Result struct {
 	SentAt time.Time
 }
 
+// Values of Result.MessageStatus.
+const (
+	// MessageStatusAccepted: Meta accepted the message for delivery.
+	MessageStatusAccepted = "accepted"
+	// MessageStatusHeld: Meta accepted a marketing template but holds it
+	// while it assesses the campaign's quality (business portfolio
+	// pacing). It is sent later, or dropped: then a "failed" status
+	// webhook with 132015 reports it. Either way the request succeeded and
+	// must not be resent.
+	MessageStatusHeld = "held_for_quality_assessment"
+)
+
+// Held reports whether Meta holds the message for business portfolio
+// pacing (MessageStatus held_for_quality_assessment): its outcome comes by
+// status webhook.
+func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStatusHeld }
+
 // Send sends m from business number from (its phone number ID) and returns
 // Meta's answer. It is SendBurst with one message.
 //

@@ -186,7 +186,8 @@ type Server struct {
 	// templates, with WithTemplate, are the templates the server knows;
 	// nil accepts every template name.
 	templates     map[templateKey]*fakeTemplate
-	templateCalls int // message_templates requests answered
+	templateCalls int                  // message_templates requests answered
+	held          map[string]*heldRule // by template name: business portfolio pacing
 }
 
 type scripted struct {
@@ -510,7 +511,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
-		mm["message_status"] = "accepted"
+		mm["message_status"] = s.messageStatus(msg)
 	}
 	resp["messages"] = []map[string]string{mm}
 	_ = json.NewEncoder(w).Encode(resp)

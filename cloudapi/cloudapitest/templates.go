@@ -262,3 +262,40 @@ func (s *Server) PostWebhook(h http.Handler, body []byte) *http.Response {
 	h.ServeHTTP(rec, req)
 	return rec.Result()
 }
+
+// heldRule is the fake's reading of business portfolio pacing for one
+// template: the first after messages go, the rest are held.
+type heldRule struct {
+	after, seen int
+}
+
+// WithHeldForQuality makes the server hold template name's messages after
+// the first after ones, as Meta's business portfolio pacing does with a
+// marketing campaign: they are accepted with message_status
+// "held_for_quality_assessment" instead of "accepted". Their outcome is
+// for the test to post: Delivered when Meta releases them, Failed with
+// errcodes.TemplatePaused (132015) when it drops them.
+func WithHeldForQuality(name string, after int) Option {
+	return func(s *Server) {
+		if s.held == nil {
+			s.held = map[string]*heldRule{}
+		}
+		s.held[name] = &heldRule{after: after}
+	}
+}
+
+// messageStatus is the message_status of an accepted template. Called
+// with s.mu held.
+func (s *Server) messageStatus(msg map[string]json.RawMessage) string {
+	var tpl struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(msg["template"], &tpl)
+	if h, ok := s.held[tpl.Name]; ok {
+		h.seen++
+		if h.seen > h.after {
+			return "held_for_quality_assessment"
+		}
+	}
+	return "accepted"
+}
