@@ -948,7 +948,7 @@ func LocationRequest(to, body string) Message {
 }
 
 // WithFooter returns m with a footer of 1 to 60 characters. Only
-// interactive messages (Buttons, List, CallToAction) have footers; for
+// interactive messages (Buttons, List, CallToAction, FlowMessage) have footers; for
 // other messages Validate reports an error.
 func (m Message) WithFooter(text string) Message {
 	p, ok := m.payload.(interactivePayload)
@@ -962,8 +962,8 @@ func (m Message) WithFooter(text string) Message {
 	return m.withErr(checkText("interactive.footer.text", text, true, 60))
 }
 
-// WithHeader returns m with a header: a text of 1 to 60 characters, or,
-// for Buttons and CallToAction only, an image, video or document (set one
+// WithHeader returns m with a header: a text of 1 to 60 characters (List,
+// FlowMessage: text only), or, for Buttons and CallToAction only, an image, video or document (set one
 // of text and media; kind is KindImage, KindVideo or KindDocument).
 func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
 	p, ok := m.payload.(interactivePayload)
@@ -977,8 +977,8 @@ func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
 		p.Header = map[string]any{"type": "text", "text": text}
 		m.payload = p
 		return m.withErr(checkText("interactive.header.text", text, true, 60))
-	case p.Type == "list":
-		return m.withErr(invalid("interactive.header", "a list message's header is text only"))
+	case p.Type == "list" || p.Type == "flow":
+		return m.withErr(invalid("interactive.header", "a list or flow message's header is text only"))
 	case kind != KindImage && kind != KindVideo && kind != KindDocument:
 		return m.withErr(invalid("interactive.header.type", "must be image, video or document"))
 	}

@@ -201,3 +201,24 @@ func TestRecategorize(t *testing.T) {
 		t.Errorf("updates %+v %+v", got[0], got[1])
 	}
 }
+
+// TestFlowContent: the fake's own reading of an interactive flow.
+func TestFlowContent(t *testing.T) {
+	t.Parallel()
+	srv := cloudapitest.NewServer(t)
+	flow := func(params string) string {
+		return `{"messaging_product":"whatsapp","to":"237690000001","type":"interactive","interactive":{"type":"flow","body":{"text":"b"},"action":{"name":"flow","parameters":` + params + `}}}`
+	}
+	for params, want := range map[string]errcodes.Code{
+		`{"flow_message_version":"3","flow_id":"1","flow_cta":"Go","flow_action":"navigate","flow_action_payload":{"screen":"A"}}`:      0,
+		`{"flow_message_version":"3","flow_name":"n","flow_cta":"Go","flow_action":"data_exchange"}`:                                    0,
+		`{"flow_message_version":"2","flow_id":"1","flow_cta":"Go","flow_action_payload":{"screen":"A"}}`:                               errcodes.InvalidParameterValue,
+		`{"flow_message_version":"3","flow_id":"1","flow_name":"n","flow_cta":"Go","flow_action_payload":{"screen":"A"}}`:               errcodes.InvalidParameterValue,
+		`{"flow_message_version":"3","flow_id":"1","flow_cta":"Go"}`:                                                                    errcodes.InvalidParameterValue,
+		`{"flow_message_version":"3","flow_id":"1","flow_cta":"Go","flow_action":"data_exchange","flow_action_payload":{"screen":"A"}}`: errcodes.InvalidParameterValue,
+	} {
+		if _, code, data := send(t, srv, msg, flow(params)); code != want {
+			t.Errorf("%s: code %d (%s), want %d", params, code, data, want)
+		}
+	}
+}
