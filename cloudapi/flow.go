@@ -131,3 +131,34 @@ func isEmoji(r rune) bool {
 	}
 	return unicode.Is(unicode.So, r) && r > 0x2000
 }
+
+// FlowButtonAction is the "action" parameter of a template's flow button:
+// the flow's token and the first screen's input data.
+type FlowButtonAction struct {
+	// FlowToken identifies the flow's session in the user's answers; empty
+	// sends none ("unused").
+	FlowToken string `json:"flow_token,omitempty"`
+	// FlowActionData is the first screen's input data: nil, or a non-empty
+	// object.
+	FlowActionData map[string]any `json:"flow_action_data,omitempty"`
+}
+
+// FlowButton fills the flow button at index of a template that has one
+// (Meta's "Send a message template with a Flow"): the session's token and
+// the first screen's input data (nil for none).
+func FlowButton(index int, token string, data map[string]any) Component {
+	return Component{Type: "button", SubType: "flow", Index: &index,
+		Parameters: []Parameter{{Type: "action", Action: &FlowButtonAction{FlowToken: token, FlowActionData: data}}}}
+}
+
+func validateFlowButtonAction(field string, c Component, a *FlowButtonAction) error {
+	switch {
+	case c.Type != "button" || c.SubType != "flow":
+		return invalid(field, "an action parameter belongs to a flow button")
+	case a == nil:
+		return invalid(field, "missing")
+	case a.FlowActionData != nil && len(a.FlowActionData) == 0:
+		return invalid(field+".flow_action_data", "must be a non-empty object when given")
+	}
+	return checkText(field+".flow_token", a.FlowToken, false, 1024)
+}

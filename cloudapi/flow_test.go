@@ -96,3 +96,37 @@ func TestFlowMessageValidation(t *testing.T) {
 		t.Errorf("a 20-character CTA: %v", err)
 	}
 }
+
+func TestFlowButton(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		m := cloudapi.Template(alice, "book_table", "en_US", cloudapi.Body(cloudapi.TextParam("Ada")),
+			cloudapi.FlowButton(0, "booking-42", map[string]any{"party": 2}))
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Template struct {
+				Components []map[string]any `json:"components"`
+			} `json:"template"`
+		}
+		_ = json.Unmarshal(h.srv.Requests()[0].Body, &got)
+		want := map[string]any{"type": "button", "sub_type": "flow", "index": 0.0, "parameters": []any{
+			map[string]any{"type": "action", "action": map[string]any{"flow_token": "booking-42", "flow_action_data": map[string]any{"party": 2.0}}}}}
+		if diff := cmp.Diff(want, got.Template.Components[1]); diff != "" {
+			t.Errorf("flow button (-want +got):\n%s", diff)
+		}
+	})
+	for name, c := range map[string]cloudapi.Component{
+		"empty data":          cloudapi.FlowButton(0, "t", map[string]any{}),
+		"action on a url one": {Type: "button", SubType: "url", Index: new(int), Parameters: []cloudapi.Parameter{{Type: "action", Action: &cloudapi.FlowButtonAction{}}}},
+	} {
+		var ve *cloudapi.ValidationError
+		if err := cloudapi.Template(alice, "t", "en", c).Validate(); !errors.As(err, &ve) {
+			t.Errorf("%s: Validate = %v", name, err)
+		}
+	}
+	if err := cloudapi.Template(alice, "t", "en", cloudapi.FlowButton(1, "", nil)).Validate(); err != nil {
+		t.Errorf("a flow button without token or data: %v", err)
+	}
+}

@@ -326,8 +326,8 @@ type Offer struct {
 
 // Parameter is one template parameter. Build it with TextParam,
 // CurrencyParam, ImageParam, ... or fill it. Validate rejects the types
-// this package cannot express (a flow button's "action", a "location"
-// header) rather than send them empty.
+// this package cannot express (a "location" header) rather than send them
+// empty.
 type Parameter struct {
 	// Type is the parameter's type: "text", "currency", "date_time",
 	// "image", "document", "video", "payload" (quick-reply buttons),
@@ -349,6 +349,8 @@ type Parameter struct {
 	Video    *Media `json:"video,omitempty"`
 	// Currency is a currency parameter.
 	Currency *Currency `json:"currency,omitempty"`
+	// Action is a flow button's "action" parameter (see FlowButton).
+	Action *FlowButtonAction `json:"action,omitempty"`
 	// DateTime is a date_time parameter's object, passed through as is
 	// once Validate found it a JSON object with a fallback_value string.
 	DateTime json.RawMessage `json:"date_time,omitempty"`
@@ -488,11 +490,11 @@ func validateComponents(prefix string, components []Component, inCard bool) erro
 				return invalid(field+".index", "a button component needs an index from 0 to 9")
 			}
 			switch c.SubType {
-			case "url", "quick_reply", "copy_code":
+			case "url", "quick_reply", "copy_code", "flow":
 			case "":
 				return invalid(field+".sub_type", "a button component needs a sub_type")
 			default:
-				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code)")
+				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code, flow)")
 			}
 		case "limited_time_offer":
 			if inCard || len(c.Parameters) != 1 || c.Parameters[0].Type != "limited_time_offer" {
@@ -540,7 +542,7 @@ func validateParams(field string, c Component, maxText int) error {
 			names[p.ParameterName] = true
 		}
 		set := 0
-		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil} {
+		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil, p.Action != nil} {
 			if ok {
 				set++
 			}
@@ -567,10 +569,12 @@ func validateParams(field string, c Component, maxText int) error {
 			if p.Offer == nil || p.Offer.ExpirationTimeMS <= 0 {
 				return invalid(pf+".limited_time_offer.expiration_time_ms", "required, in Unix milliseconds")
 			}
+		case "action":
+			err = validateFlowButtonAction(pf+".action", c, p.Action)
 		case "":
 			return invalid(pf+".type", "empty")
 		default:
-			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions and location headers cannot be expressed)")
+			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (location headers cannot be expressed)")
 		}
 		if err != nil {
 			return err
