@@ -66,7 +66,9 @@ func testDurableTemplateCategories(t *testing.T, dsn string) {
 		t.Error("an unknown template was found")
 	}
 
-	ev := func(at time.Time) webhook.Event { return webhook.Event{WABAID: waba, Field: webhook.FieldTemplateCategory, Time: at} }
+	ev := func(at time.Time) webhook.Event {
+		return webhook.Event{WABAID: waba, Field: webhook.FieldTemplateCategory, Time: at}
+	}
 	impending := &webhook.TemplateCategoryUpdate{TemplateName: key.Name, TemplateLanguage: key.Language, CorrectCategory: "MARKETING", NewCategory: "UTILITY", CategoryUpdateTimestamp: t0.Add(time.Hour).Unix()}
 	toMarketing := &webhook.TemplateCategoryUpdate{TemplateName: key.Name, TemplateLanguage: key.Language, PreviousCategory: "UTILITY", NewCategory: "MARKETING"}
 	stale := &webhook.TemplateCategoryUpdate{TemplateName: key.Name, TemplateLanguage: key.Language, PreviousCategory: "MARKETING", NewCategory: "UTILITY"}
