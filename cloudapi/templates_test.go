@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -334,6 +336,65 @@ func TestRouteIsDecidedWhenPosted(t *testing.T) {
 		}
 		if reqs := h.srv.Requests(); len(reqs) != 2 || reqs[1].Path != marketingPath {
 			t.Errorf("requests %+v", reqs)
+		}
+	})
+}
+
+// TestThroughputUpgradeWebhookRaisesTheRate: Meta upgrades the number
+// (about a minute of 131057, then 1,000 msg/s) and posts
+// THROUGHPUT_UPGRADE; applied to the number's limiter, the campaign goes
+// on at the new rate without a single 130429.
+func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithAppSecret("s3cret"))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook, err := webhook.NewHandler("s3cret",
+			webhook.OnQuality(func(_ context.Context, ev webhook.Event, u *webhook.QualityUpdate) error {
+				webhook.ApplyThroughputUpdate(c.Number(number), u, ev.Time)
+				return nil
+			}),
+			webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		notice := srv.UpgradeThroughput(waba, number, time.Minute)
+		go func() {
+			time.Sleep(time.Minute)
+			srv.PostWebhook(hook, notice)
+		}()
+		start := time.Now()
+		const n = 2000
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi"))
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := c.Number(number).MPS(); got != throughput.Upgraded {
+			t.Errorf("number at %d msg/s after the upgrade notice", got)
+		}
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429", n)
+		}
+		// The number's 131057 hold is polled after 10, 20 and 40 s, so
+		// sending resumes at 70 s; the 2,000 messages then take 2 s at
+		// 1,000 msg/s, and 25 s at the old 80.
+		if took := time.Since(start); took > 85*time.Second {
+			t.Errorf("the campaign took %v: the new rate was not used", took)
 		}
 	})
 }
