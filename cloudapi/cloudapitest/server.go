@@ -1,7 +1,10 @@
 // Package cloudapitest is a fake WhatsApp Cloud API for tests: it serves
-// /{version}/{phone-number-id}/messages with Meta's JSON for success and
-// errors and enforces its own reading of Meta's limits, so that a sender can
-// be tested offline, on simulated time.
+// /{version}/{phone-number-id}/messages and /marketing_messages (the
+// Marketing Messages API, which shares the number's throughput and the pair
+// rule) with Meta's JSON for success and errors, lists the templates it is
+// given (WithTemplate) at /{version}/{waba-id}/message_templates, and
+// enforces its own reading of Meta's limits, so that a sender can be tested
+// offline, on simulated time.
 //
 // The fake implements the rules itself (it does not import pairlimit or
 // throughput), so the library and the fake check each other:
