@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/outbox"
+	"pgregory.net/rapid"
 )
 
 func TestDurableTemplateCategoriesSQLite(t *testing.T) {
@@ -101,4 +103,37 @@ func testDurableTemplateCategories(t *testing.T, dsn string) {
 	if err := regA.Set(ctx, cloudapi.TemplateKey{WABAID: waba}, cloudapi.CategoryUtility, t0); err == nil {
 		t.Error("Set accepted a key without a name")
 	}
+}
+
+// TestTemplateCategoriesLatestNoticeWins: whatever order Meta's completed
+// notices arrive in, the durable registry ends on the category of the
+// latest one by entry time (among notices of one instant, the last
+// applied), which is what an independent model of "latest change" says.
+func TestTemplateCategoriesLatestNoticeWins(t *testing.T) {
+	o, _ := openSQLite(t)
+	reg := o.TemplateCategories()
+	cats := []string{"MARKETING", "UTILITY", "AUTHENTICATION"}
+	iteration := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		iteration++
+		name := fmt.Sprintf("t%d", iteration)
+		n := rapid.IntRange(1, 8).Draw(rt, "notices")
+		var latest time.Time
+		var want string
+		for i := range n {
+			at := time.Unix(1767225600+int64(rapid.IntRange(0, 5).Draw(rt, fmt.Sprint("at", i))), 0)
+			cat := rapid.SampledFrom(cats).Draw(rt, fmt.Sprint("cat", i))
+			u := &webhook.TemplateCategoryUpdate{TemplateName: name, TemplateLanguage: "en_US", PreviousCategory: "UTILITY", NewCategory: cat}
+			if _, ok, err := reg.ApplyCategoryUpdate(context.Background(), webhook.Event{WABAID: "1", Time: at}, u); !ok || err != nil {
+				rt.Fatalf("apply: %v, %v", ok, err)
+			}
+			if !at.Before(latest) {
+				latest, want = at, cat
+			}
+		}
+		got, ok, err := reg.TemplateCategory(context.Background(), cloudapi.TemplateKey{WABAID: "1", Name: name, Language: "en_US"})
+		if wantCat, _ := cloudapi.ParseCategory(want); !ok || err != nil || got != wantCat {
+			rt.Fatalf("registry %q (%v, %v), model %q", got, ok, err, want)
+		}
+	})
 }
