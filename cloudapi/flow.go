@@ -1,9 +1,6 @@
 package cloudapi
 
-import (
-	"strings"
-	"unicode"
-)
+import "strings"
 
 // Flow is what an interactive flow message opens: a WhatsApp Flow, named
 // by ID or by name, the button that opens it, and how it starts (Meta,
@@ -120,16 +117,18 @@ func validateFlow(body string, f Flow) error {
 	return checkText(prefix+"flow_action_payload.screen", f.Screen, false, 512)
 }
 
-// isEmoji reports whether r is an emoji or emoji presentation mark (the
-// pictographic blocks, dingbats and miscellaneous symbols, the variation
-// selector and the zero-width joiner that build emoji sequences).
+// isEmoji reports whether r is an emoji or emoji presentation mark: the
+// pictographic blocks (including regional indicators), miscellaneous
+// symbols and dingbats, the technical symbols that render as emoji (watch,
+// hourglass, ...), the emoji variation selector and the zero-width joiner
+// that builds emoji sequences. Symbols such as (TM) or arrows are not.
 func isEmoji(r rune) bool {
 	switch {
 	case r >= 0x1F000 && r <= 0x1FAFF, r >= 0x2600 && r <= 0x27BF, r >= 0x2B00 && r <= 0x2BFF,
-		r == 0xFE0F, r == 0x200D, r >= 0x1F1E6 && r <= 0x1F1FF:
+		r >= 0x231A && r <= 0x23FF, r == 0xFE0F, r == 0x200D:
 		return true
 	}
-	return unicode.Is(unicode.So, r) && r > 0x2000
+	return false
 }
 
 // FlowButtonAction is the "action" parameter of a template's flow button:

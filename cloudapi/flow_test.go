@@ -91,6 +91,14 @@ func TestFlowMessageValidation(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want a *ValidationError on %s", tc.name, err, tc.field)
 		}
 	}
+	for _, cta := range []string{"Go ⏰", "Ready ❤️", "🇨🇲 Cameroun"} {
+		if err := cloudapi.FlowMessage(alice, "b", with(func(f *cloudapi.Flow) { f.CTA = cta })).Validate(); err == nil {
+			t.Errorf("CTA %q with an emoji passed", cta)
+		}
+	}
+	if err := cloudapi.FlowMessage(alice, "b", with(func(f *cloudapi.Flow) { f.CTA = "Wapace™ → go" })).Validate(); err != nil {
+		t.Errorf("a CTA with ™ and an arrow: %v", err)
+	}
 	// 20 characters, accents included, are fine.
 	if err := cloudapi.FlowMessage(alice, "b", with(func(f *cloudapi.Flow) { f.CTA = "Réservez une table !" })).Validate(); err != nil {
 		t.Errorf("a 20-character CTA: %v", err)
