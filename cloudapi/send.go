@@ -99,19 +99,26 @@ func (c *Client) Send(ctx context.Context, from string, m Message) (*Result, err
 // in it. The results have one entry per message, nil for those not
 // accepted.
 func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([]*Result, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
 	s, err := c.prepare(ctx, from, msgs)
 	if err != nil {
 		return nil, err
 	}
 	// Only the caller's keys are remembered: a generated key is new.
-	var given []string
+	var given, prints []string
 	var at []int // given[j] is the key of msgs[at[j]]
 	for i, m := range msgs {
 		if m.IdempotencyKey != "" {
 			given, at = append(given, s.keys[i]), append(at, i)
+			prints = append(prints, fingerprint(s.fromID, s.printBody(i)))
 		}
 	}
-	if j, first, ok := c.idem.claim(c.clock.Now(), given); !ok {
+	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
+		if conflicting {
+			return make([]*Result, len(msgs)), conflict(given[j])
+		}
 		results := make([]*Result, len(msgs))
 		var err error
 		results[at[j]], err = duplicate(given[j], first)
@@ -133,7 +140,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	if err != nil {
 		return nil, err
 	}
-	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
+	s := &sending{c: c, ctx: ctx, from: from, fromID: fromID, msgs: msgs,
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
@@ -212,13 +219,15 @@ type sending struct {
 	c      *Client
 	ctx    context.Context
 	from   string
+	fromID uint64          // from, parsed
 	to     phone.Recipient // zero for MarkRead
 	pair   pairlimit.Pair  // zero for MarkRead
 	msgs   []Message
 	keys   []string
 	bodies [][]byte
 	// endpoints[i] is where msgs[i] is posted (endpointMessages or
-	// endpointMarketing), decided once by prepare.
+	// endpointMarketing): decided by prepare, and again by route when it
+	// is posted.
 	endpoints []string
 	results   []*Result
 	attempts  []int
@@ -266,6 +275,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	if err != nil {
 		return 0, false, err
 	}
+	num := c.Number(s.from)
 	for k := range n {
 		idx := i + k
 		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
@@ -280,8 +290,18 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
-		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body)
+		g := &gate{s: s, a: a, k: k, num: num}
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
+		if out.paced { // the write-time check gave up: nothing left
+			a.settle(at, k, k)
+			s.states[idx] = StateNotSubmitted
+			var bp *BackpressureError
+			if errors.As(out.err, &bp) {
+				return k, false, bp
+			}
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: out.err}
+		}
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
@@ -375,7 +395,11 @@ func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errc
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		return c.Number(from).Refused(at, e.Code)
+		hold := c.Number(from).Refused(at, e.Code)
+		if hold > 0 {
+			c.numberHolds.Store(from, e.Code)
+		}
+		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
 		return c.budget.Refused(at, e.Code)
 	}

@@ -253,6 +253,22 @@ func (s *sending) route(i int) (endpoint string, body []byte, err error) {
 	return endpoint, s.bodies[i], nil
 }
 
+// printBody is the body message i is fingerprinted by for its
+// idempotency key: the same whichever endpoint the message is routed to,
+// so that a repeat sent after a recategorisation is still a repeat. Only a
+// message with Marketing Messages API fields has bodies that differ by
+// route; it is fingerprinted with them.
+func (s *sending) printBody(i int) []byte {
+	m := s.msgs[i]
+	if (m.ProductPolicy == "" && m.ActivitySharing == nil) || s.endpoints[i] == endpointMarketing {
+		return s.bodies[i]
+	}
+	if b, err := m.encodeFor(s.to, s.keys[i], true); err == nil {
+		return b
+	}
+	return s.bodies[i]
+}
+
 // TemplateInfo is one template translation as the Message Templates API
 // lists it, with Meta's names for status and category.
 type TemplateInfo struct {

@@ -59,10 +59,11 @@ func (s *Server) handleTemplates(r *http.Request) (*httptest.ResponseRecorder, b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.templateCalls++
-	switch {
-	case !s.authorized(r):
-		writeError(w, http.StatusUnauthorized, errcodes.AccessTokenExpired, "Invalid OAuth access token.", s.seq)
+	if status, code, details, ok := s.authFailure(r); !ok {
+		writeError(w, status, code, details, s.seq)
 		return w, true
+	}
+	switch {
 	case r.Method != http.MethodGet:
 		writeError(w, http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported request: the fake lists templates (GET) only", s.seq)
 		return w, true
