@@ -398,3 +398,29 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 		}
 	})
 }
+
+// TestRepeatAfterRecategorisationIsADuplicate: a keyed template repeated
+// after its category changed is the same message, even though its request
+// body now carries the Marketing Messages API's fields: a duplicate, not
+// an idempotency conflict, and nothing is sent again.
+func TestRepeatAfterRecategorisationIsADuplicate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg cloudapi.TemplateRegistry
+		k := cloudapi.TemplateKey{WABAID: waba, Name: "order_update", Language: "en_US"}
+		reg.Set(k, cloudapi.CategoryUtility)
+		h := newHarness(t, nil, cloudapi.WithTemplateCategories(waba, &reg))
+		m := cloudapi.Template(alice, "order_update", "en_US")
+		m.IdempotencyKey, m.ProductPolicy = "order-7", cloudapi.PolicyStrict
+		if _, err := h.c.Send(t.Context(), number, m); err != nil {
+			t.Fatal(err)
+		}
+		reg.Set(k, cloudapi.CategoryMarketing)
+		_, err := h.c.Send(t.Context(), number, m)
+		if !errors.Is(err, cloudapi.ErrDuplicate) || errors.Is(err, cloudapi.ErrIdempotencyConflict) {
+			t.Fatalf("repeat = %v, want ErrDuplicate", err)
+		}
+		if n := len(h.srv.Requests()); n != 1 {
+			t.Errorf("%d requests", n)
+		}
+	})
+}
