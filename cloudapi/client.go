@@ -70,6 +70,8 @@ type Client struct {
 
 	mu      sync.Mutex                     // protects numbers
 	numbers map[string]*throughput.Limiter // by phone number ID
+
+	numberHolds sync.Map // phone number ID -> the errcodes.Code of its latest hold, for Admission
 }
 
 // credential holds the access token.

@@ -251,6 +251,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	if err != nil {
 		return 0, false, err
 	}
+	num := c.Number(s.from)
 	for k := range n {
 		idx := i + k
 		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
@@ -259,8 +260,18 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
-		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx])
+		g := &gate{s: s, a: a, k: k, num: num}
+		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx], g)
 		at := c.clock.Now()
+		if out.paced { // the write-time check gave up: nothing left
+			a.settle(at, k, k)
+			s.states[idx] = StateNotSubmitted
+			var bp *BackpressureError
+			if errors.As(out.err, &bp) {
+				return k, false, bp
+			}
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: out.err}
+		}
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
@@ -354,7 +365,11 @@ func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errc
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		return c.Number(from).Refused(at, e.Code)
+		hold := c.Number(from).Refused(at, e.Code)
+		if hold > 0 {
+			c.numberHolds.Store(from, e.Code)
+		}
+		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
 		return c.budget.Refused(at, e.Code)
 	}
