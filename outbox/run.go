@@ -784,7 +784,8 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 	done := map[string]bool{}
 	var acc []finished
 	for _, f := range fs {
-		if f.err == nil && f.res != nil && f.res.MessageID != "" {
+		// A held send records its sub-state one by one (outcome).
+		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
 			acc = append(acc, f)
 		}
 	}
@@ -823,7 +824,7 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		if f.res != nil {
 			wamid = f.res.MessageID
 		}
-		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+		return r.setState(ctx, tx, now, key, StateAccepted, 0, acceptedReason(f.res), wamid)
 	}
 	code := 0
 	var ge *errcodes.Error
