@@ -32,6 +32,9 @@ type Outbox struct {
 	d     dialect
 	cfg   config
 	owner string
+	// incarnation tells this Outbox's claims from those of an earlier
+	// process under the same WithWorkerID.
+	incarnation string
 
 	runMu   sync.Mutex // protects runners
 	runners map[*runner]bool
@@ -193,7 +196,7 @@ func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Op
 	if cfg.owner == "" {
 		cfg.owner = randomKey()
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[string]int64{},
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[string]int64{},
 		soloLanes: map[string]*laneGate{}, soloSem: make(chan struct{}, max(1, db.Stats().MaxOpenConnections/2))}
 	if db.Stats().MaxOpenConnections == 0 {
 		o.soloSem = make(chan struct{}, 8)

@@ -91,10 +91,14 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	if c == nil {
 		return errors.New("outbox: run: nil client")
 	}
-	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
+	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency),
 		batch: int64(max(1, o.cfg.concurrency/8))}
+	if err := r.register(ctx); err != nil {
+		return err
+	}
 	o.addRunner(r)
+	defer r.leave(context.WithoutCancel(ctx))
 	defer o.removeRunner(r)
 	return r.run(ctx)
 }
@@ -108,6 +112,7 @@ type runner struct {
 	flying   atomic.Int64  // sends started and not yet taken from done
 	batch    int64         // outcomes that wake Run
 	renewAt  time.Time
+	beatAt   time.Time // WithWorkerID: when to renew the name's heartbeat
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 	foldAt   time.Time // Postgres: when to fold the counters' deltas next
 
@@ -229,6 +234,9 @@ func (r *runner) run(ctx context.Context) error {
 // that ended is recorded as what it was, not left to become unknown.
 func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool, error) {
 	fs := r.collect()
+	if err := r.beat(ctx, now); err != nil && ctx.Err() == nil {
+		return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
+	}
 	if len(r.inflight) > len(fs) && !now.Before(r.renewAt) {
 		if err := r.renew(ctx, now); err != nil {
 			return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
@@ -333,6 +341,9 @@ func (r *runner) wait(ctx context.Context, now time.Time) error {
 	}
 	if len(r.inflight) > 0 && (next.IsZero() || r.renewAt.Before(next)) {
 		next = r.renewAt
+	}
+	if o.cfg.ownerFixed && (next.IsZero() || r.beatAt.Before(next)) {
+		next = r.beatAt
 	}
 	if o.cfg.idleWake > 0 {
 		if idle := now.Add(o.cfg.idleWake); next.IsZero() || idle.Before(next) {

@@ -237,8 +237,9 @@ CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF stat
 // counting rows; bursts (items sent together, EnqueueBurst); the history
 // of transitions keyed by the item's id (an index of integers that grows
 // at its end, where outbox_transitions had one of random keys: a page
-// read and written at a random place per transition); and, on SQLite, no
-// index of sends per lane (only Postgres's claim reads it).
+// read and written at a random place per transition); fixed worker IDs
+// held with a heartbeat (outbox_workers, see worker.go); and, on SQLite,
+// no index of sends per lane (only Postgres's claim reads it).
 //
 // SQLite has one writer: its triggers update the counters in place.
 // Postgres's triggers append deltas instead (no row lock shared by every
@@ -246,6 +247,11 @@ CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF stat
 // then (foldCounts); readers add the two.
 const migrateSQLite1to2 = `
 CREATE TABLE outbox_schema (version INTEGER NOT NULL);
+CREATE TABLE outbox_workers (
+	name        TEXT PRIMARY KEY,
+	incarnation TEXT NOT NULL,
+	alive_until INTEGER NOT NULL
+);
 CREATE TABLE outbox_counts (
 	sender TEXT NOT NULL,
 	state  TEXT NOT NULL,
@@ -287,6 +293,11 @@ END;
 
 const migratePostgres1to2 = `
 CREATE TABLE outbox_schema (version INTEGER NOT NULL);
+CREATE TABLE outbox_workers (
+	name        TEXT PRIMARY KEY,
+	incarnation TEXT NOT NULL,
+	alive_until BIGINT NOT NULL
+);
 CREATE TABLE outbox_counts (
 	sender TEXT NOT NULL,
 	state  TEXT NOT NULL,
