@@ -99,9 +99,9 @@ func parseDSN(s string) (dsn, error) {
 		v.Add("_pragma", "temp_store(MEMORY)")
 		// A page cache of 64 MiB (the default is 2 MiB: a large queue's
 		// indexes would be read from the file again and again) and reads
-		// through a memory map of up to 256 MiB.
+		// through a memory map of up to 128 MiB.
 		v.Add("_pragma", "cache_size(-65536)")
-		v.Add("_pragma", "mmap_size(268435456)")
+		v.Add("_pragma", "mmap_size(134217728)")
 		v.Set("_txlock", "immediate")
 		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode(), path: path}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
