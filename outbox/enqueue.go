@@ -294,6 +294,18 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	for _, k := range keys {
 		inserted[k] = true
 	}
+	// Count the new items (the triggers count changes of state only).
+	perSender := map[string]int{}
+	for _, c := range ins {
+		if inserted[c.m.IdempotencyKey] {
+			perSender[c.from]++
+		}
+	}
+	for sender, n := range perSender {
+		if err := o.countInserted(ctx, tx, sender, n); err != nil {
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+	}
 	var lost []any
 	for _, c := range ins {
 		key := c.m.IdempotencyKey

@@ -393,6 +393,8 @@ func (o *Outbox) Get(ctx context.Context, key string) (Item, error) {
 		return Item{}, fmt.Errorf("outbox: get: %w", err)
 	}
 	defer rows.Close()
+	// Every item is stored queued: its first transition is its enqueue.
+	it.History = append(it.History, Transition{At: it.EnqueuedAt, State: StateQueued})
 	for rows.Next() {
 		var at int64
 		var st, reason string

@@ -232,16 +232,20 @@ CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF stat
 	FOR EACH ROW EXECUTE FUNCTION outbox_record_transition();
 `
 
-// Version 2: items counted per (sender, state) by the triggers, so that
-// Snapshot, Drain and Enqueue's capacity read a few counters instead of
-// counting rows; bursts (items sent together, EnqueueBurst); the history
+// Version 2: items counted per (sender, state), so that Snapshot, Drain
+// and Enqueue's capacity read a few counters instead of counting rows (the
+// triggers count every change of state, whoever makes it; on SQLite,
+// Enqueue, the only writer of new rows, counts its inserts once per
+// statement); the
+// first transition of every item (queued, at its enqueue) is not a row of
+// the history but read from the item; bursts (items sent together, EnqueueBurst); the history
 // of transitions keyed by the item's id (an index of integers that grows
 // at its end, where outbox_transitions had one of random keys: a page
 // read and written at a random place per transition); fixed worker IDs
 // held with a heartbeat (outbox_workers, see worker.go); and, on SQLite,
 // no index of sends per lane (only Postgres's claim reads it).
 //
-// SQLite has one writer: its triggers update the counters in place.
+// SQLite has one writer: the counters are updated in place.
 // Postgres's triggers append deltas instead (no row lock shared by every
 // transaction of a number), which Run folds into the counters now and
 // then (foldCounts); readers add the two.
@@ -269,16 +273,12 @@ CREATE TABLE outbox_history (
 );
 INSERT INTO outbox_history (id, item, at, state, reason)
 	SELECT t.id, i.id, t.at, t.state, t.reason FROM outbox_transitions t JOIN outbox_items i ON i.ikey = t.ikey ORDER BY t.id;
+DELETE FROM outbox_history WHERE state = 'queued' AND id IN (SELECT MIN(id) FROM outbox_history GROUP BY item);
 CREATE INDEX outbox_history_item ON outbox_history (item);
 DROP TRIGGER IF EXISTS outbox_items_inserted;
 DROP TRIGGER IF EXISTS outbox_items_changed;
 DROP TABLE outbox_transitions;
 DROP INDEX IF EXISTS outbox_items_sent;
-CREATE TRIGGER outbox_items_inserted AFTER INSERT ON outbox_items BEGIN
-	INSERT INTO outbox_history (item, at, state, reason) VALUES (new.id, new.state_at, new.state, new.reason);
-	INSERT INTO outbox_counts (sender, state, n) VALUES (new.sender, new.state, 1)
-		ON CONFLICT (sender, state) DO UPDATE SET n = n + 1;
-END;
 CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items WHEN new.state <> old.state BEGIN
 	INSERT INTO outbox_history (item, at, state, reason) VALUES (new.id, new.state_at, new.state, new.reason);
 	UPDATE outbox_counts SET n = n - 1 WHERE sender = old.sender AND state = old.state;
@@ -322,6 +322,7 @@ CREATE TABLE outbox_history (
 );
 INSERT INTO outbox_history (item, at, state, reason)
 	SELECT i.id, t.at, t.state, t.reason FROM outbox_transitions t JOIN outbox_items i ON i.ikey = t.ikey ORDER BY t.id;
+DELETE FROM outbox_history WHERE state = 'queued' AND id IN (SELECT MIN(id) FROM outbox_history GROUP BY item);
 CREATE INDEX outbox_history_item ON outbox_history (item);
 DROP TABLE outbox_transitions;
 CREATE OR REPLACE FUNCTION outbox_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -331,12 +332,11 @@ BEGIN
 		INSERT INTO outbox_count_deltas (sender, state, d) VALUES (OLD.sender, OLD.state, -1);
 		RETURN NULL;
 	END IF;
-	IF TG_OP = 'INSERT' OR NEW.state <> OLD.state THEN
-		INSERT INTO outbox_history (item, at, state, reason) VALUES (NEW.id, NEW.state_at, NEW.state, NEW.reason);
+	IF TG_OP = 'INSERT' THEN
 		INSERT INTO outbox_count_deltas (sender, state, d) VALUES (NEW.sender, NEW.state, 1);
-	END IF;
-	IF TG_OP = 'UPDATE' AND NEW.state <> OLD.state THEN
-		INSERT INTO outbox_count_deltas (sender, state, d) VALUES (OLD.sender, OLD.state, -1);
+	ELSIF NEW.state <> OLD.state THEN
+		INSERT INTO outbox_history (item, at, state, reason) VALUES (NEW.id, NEW.state_at, NEW.state, NEW.reason);
+		INSERT INTO outbox_count_deltas (sender, state, d) VALUES (NEW.sender, NEW.state, 1), (OLD.sender, OLD.state, -1);
 	END IF;
 	IF TG_OP = 'INSERT' OR (OLD.state = 'sending' AND NEW.state <> 'sending') OR NEW.state = 'queued' THEN
 		PERFORM pg_notify('wapace_outbox', '');
@@ -381,6 +381,18 @@ func (o *Outbox) counts(ctx context.Context, ex execer) (byState map[State]int, 
 		}
 	}
 	return byState, live, rows.Err()
+}
+
+// countInserted (SQLite) adds n queued items of sender to the counters,
+// in tx. (Postgres's trigger counts inserts too: a worker of the version
+// before, still running while another migrates, inserts without counting.)
+func (o *Outbox) countInserted(ctx context.Context, tx *sql.Tx, sender string, n int) error {
+	if o.d.postgres {
+		return nil
+	}
+	_, err := o.exec(ctx, tx, `INSERT INTO outbox_counts (sender, state, n) VALUES (?, 'queued', ?)
+		ON CONFLICT (sender, state) DO UPDATE SET n = outbox_counts.n + excluded.n`, sender, n)
+	return err
 }
 
 // foldCounts (Postgres) folds the deltas into the counters, if no other
