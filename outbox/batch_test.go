@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
 )
@@ -207,4 +208,36 @@ func TestDrainWaits(t *testing.T) {
 	if err := zero.Drain(t.Context()); !errors.Is(err, outbox.ErrClosed) {
 		t.Fatalf("zero Outbox: %v", err)
 	}
+}
+
+// A bubble Meta refuses for good fails, and the bubbles after it are not
+// sent (no reply with a hole): they fail with it.
+func TestEnqueueBurstCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o, _ := openSQLite(t)
+		var msgs []cloudapi.Message
+		for i := range 3 {
+			m := cloudapi.Text(recipient(1), fmt.Sprintf("bubble %d", i))
+			m.IdempotencyKey = fmt.Sprintf("b%d", i)
+			msgs = append(msgs, m)
+		}
+		if _, err := o.EnqueueBurst(t.Context(), from, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		meta := cloudapitest.NewServer(t)
+		meta.Script(cloudapitest.Failure{To: recipient(1), Nth: 2, Code: errcodes.InvalidParameter})
+		runDrain(t, o, newClient(t, meta))
+		want := []outbox.State{outbox.StateAccepted, outbox.StateFailed, outbox.StateFailed}
+		for i, st := range want {
+			if it := mustGet(t, o, fmt.Sprintf("b%d", i)); it.State != st {
+				t.Errorf("b%d: %v (%s), want %v", i, it.State, it.Reason, st)
+			}
+		}
+		for _, r := range meta.Requests() {
+			if r.CallbackData == "b2" {
+				t.Error("b2 was sent after b1 failed")
+			}
+		}
+		checkCounts(t, o)
+	})
 }
