@@ -116,7 +116,7 @@ func WithClock(clk clock.Clock) Option {
 
 // WithCapacity bounds the live items of the whole queue (default
 // DefaultCapacity); Enqueue rejects beyond it with ErrQueueFull. The
-// bound is approximate: an Outbox recounts the queue at most every 100 ms
+// bound is approximate: an Outbox rereads its counters at most every 100 ms
 // and adds its own enqueues meanwhile, so items finished since still
 // count (a full queue may reject for up to 100 ms after it drained), and
 // with several Outboxes on one Postgres each learns of the others' items
