@@ -37,9 +37,12 @@ const laneLockSpace = 727717
 //   - with WithServiceWindow, a free-form message to a user outside the
 //     window is a *RejectError matching ErrOutsideWindow (code 131047).
 //
-// The message's idempotency key is its own or a generated one; enqueueing
-// a key that exists stores nothing and returns the existing item's ticket
-// (Existing set).
+// The message's idempotency key is its own or a generated one. A key
+// names one message: enqueueing the same message again (same sender and
+// recipient, same content; its deadline aside) stores nothing and returns
+// the existing item's ticket (Existing set), while another message under
+// a stored key stores nothing and fails with an error matching
+// ErrIdempotencyConflict.
 //
 // Concurrent calls share transactions (group commit): one of the callers
 // stores the calls waiting at that moment in one transaction, each decided
@@ -204,6 +207,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 	}
 	stored := map[string]Ticket{}
+	prints := map[string]string{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
 	rows, err := o.query(ctx, tx, lookupSQL(len(keys), len(lanes)), append(anys(keys), anys(lanes)...)...)
 	if err != nil {
@@ -211,9 +215,9 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	}
 	for rows.Next() {
 		var kind int
-		var name, st string
+		var name, st, lane, body string
 		var n, exp int64
-		if err := rows.Scan(&kind, &name, &st, &n, &exp); err != nil {
+		if err := rows.Scan(&kind, &name, &st, &n, &exp, &lane, &body); err != nil {
 			rows.Close()
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
@@ -223,6 +227,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		s, _ := parseState(st)
 		stored[name] = Ticket{Key: name, State: s, Existing: true, EnqueuedAt: fromNanos(n), ExpiresAt: fromNanos(exp)}
+		prints[name] = fingerprint(lane, []byte(body))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
@@ -240,7 +245,16 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	bySender := map[string]int{}
 	for _, c := range calls {
 		key := c.m.IdempotencyKey
+		body, err := json.Marshal(c.m)
+		if err != nil {
+			return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+		}
+		fp := fingerprint(c.lane, body)
 		if t, ok := stored[key]; ok {
+			if prints[key] != fp {
+				c.err = conflict(key)
+				continue
+			}
 			c.t = t
 			continue
 		}
@@ -257,12 +271,14 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		if err != nil {
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
-		body, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+		if m.ExpiresAt != c.m.ExpiresAt {
+			if body, err = json.Marshal(m); err != nil {
+				return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+			}
 		}
 		c.t = Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}
 		stored[key] = Ticket{Key: key, State: StateQueued, Existing: true, EnqueuedAt: now, ExpiresAt: m.ExpiresAt}
+		prints[key] = fp
 		depth[c.lane]++
 		bySender[c.from]++
 		ins = append(ins, c)
@@ -327,20 +343,22 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	for i, k := range lost {
 		lostKeys[i] = k.(string)
 	}
-	rows, err = o.query(ctx, tx, `SELECT ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey `+o.d.inList("text"), listArg(o.d, lostKeys))
+	rows, err = o.query(ctx, tx, `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey `+o.d.inList("text"), listArg(o.d, lostKeys))
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	theirs := map[string]Ticket{}
+	theirPrints := map[string]string{}
 	for rows.Next() {
-		var key, st string
+		var key, st, lane, body string
 		var enq, exp int64
-		if err := rows.Scan(&key, &st, &enq, &exp); err != nil {
+		if err := rows.Scan(&key, &st, &enq, &exp, &lane, &body); err != nil {
 			rows.Close()
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
 		s, _ := parseState(st)
 		theirs[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+		theirPrints[key] = fingerprint(lane, []byte(body))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
@@ -354,6 +372,12 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		for _, c := range calls {
 			if c.m.IdempotencyKey == key && c.err == nil && !c.solo {
+				if p, ok := theirPrints[key]; ok && p != prints[key] {
+					// This batch's message under the key (prints holds
+					// it) is not the one stored.
+					c.t, c.err = Ticket{}, conflict(key)
+					continue
+				}
 				c.t = t
 			}
 		}
@@ -469,8 +493,8 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 // lanes lanes. (A list of placeholders: for one key, the commonest call,
 // it parses faster than a JSON list.)
 func lookupSQL(keys, lanes int) string {
-	return `SELECT 0, ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey IN (` + repeatJoin("?", ", ", keys) + `)
-		UNION ALL SELECT 1, lane, '', COUNT(*), 0 FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (` + repeatJoin("?", ", ", lanes) + `) GROUP BY lane`
+	return `SELECT 0, ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (` + repeatJoin("?", ", ", keys) + `)
+		UNION ALL SELECT 1, lane, '', COUNT(*), 0, '', '' FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (` + repeatJoin("?", ", ", lanes) + `) GROUP BY lane`
 }
 
 // maxInsert is the most items one INSERT statement stores.
@@ -538,3 +562,26 @@ func insertSQL(n int) string {
 }
 
 var sqlWindow = `SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`
+
+// fingerprint names a message for the idempotency check: its lane (the
+// business number and the recipient, normalised) and its stored encoding
+// less what is not content (the key, the recipient as spelled, the
+// deadline, the category and service-window hints). A body that cannot be
+// read is its own fingerprint.
+func fingerprint(lane string, body []byte) string {
+	var j map[string]json.RawMessage
+	if json.Unmarshal(body, &j) != nil {
+		return lane + "\x00" + string(body)
+	}
+	for _, k := range []string{"to", "idempotency_key", "expires_at", "category", "in_service_window"} {
+		delete(j, k)
+	}
+	b, err := json.Marshal(j) // sorted keys, compacted values
+	if err != nil {
+		return lane + "\x00" + string(body)
+	}
+	return lane + "\x00" + string(b)
+}
+
+// conflict is Enqueue's error for a key stored for another message.
+func conflict(key string) error { return &conflictError{key: key} }

@@ -54,7 +54,14 @@ type finished struct {
 }
 
 // Run dispatches queued items through c until ctx ends, and returns ctx's
-// error then (or the first database error). Run is the caller's goroutine;
+// error then, ErrClosed once the Outbox is closed, or a permanent database
+// error. Transient database errors (SQLite busy past its timeout because
+// another process holds the write lock, a Postgres connection terminated or
+// refused during a restart or failover) do not end it: it reports them
+// (WithRunErrorObserver, WithLogger), waits a bounded backoff on the
+// Outbox's clock (50 ms doubling to 5 s) and carries on; outcomes it could
+// not record are kept and recorded then, claims whose commit failed are
+// put back, so nothing is lost or sent twice meanwhile. Run is the caller's goroutine;
 // the sends it starts (at most WithConcurrency at once, each the head of
 // one lane) end before it returns.
 //
@@ -115,6 +122,10 @@ type runner struct {
 	beatAt   time.Time // WithWorkerID: when to renew the name's heartbeat
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 	foldAt   time.Time // Postgres: when to fold the counters' deltas next
+
+	failures   int        // consecutive transient errors (rideOut)
+	unrecorded []finished // outcomes a failed transaction did not record
+	uncertain  []any      // keys a failed claim transaction may have claimed
 
 	sigMu   sync.Mutex         // protects wake, awake and pending
 	wake    context.CancelFunc // ends the current sleep
@@ -184,15 +195,27 @@ func (r *runner) run(ctx context.Context) error {
 
 	stopListening := r.listen(ctx)
 	defer stopListening()
-	err := r.seedPairs(ctx, clk.Now())
-	for err == nil && ctx.Err() == nil {
-		now := clk.Now()
-		var more bool
-		more, err = r.step(ctx, dbCtx, sendCtx, now)
-		if err != nil || more {
+	var err error
+	for ctx.Err() == nil {
+		// (seedPairs does nothing once it has succeeded.)
+		if err = r.seedPairs(ctx, clk.Now()); err == nil {
+			now := clk.Now()
+			var more bool
+			if more, err = r.step(ctx, dbCtx, sendCtx, now); err == nil && !more {
+				err = r.wait(ctx, now)
+			}
+		}
+		if err == nil {
+			r.failures = 0
 			continue
 		}
-		err = r.wait(ctx, now)
+		if !r.rideOut(ctx, err) {
+			break
+		}
+		err = nil
+	}
+	if err != nil && o.isClosed() {
+		err = ErrClosed
 	}
 	if err != nil && ctx.Err() != nil {
 		// Asked to stop: a query cut short by the cancellation fails
@@ -205,8 +228,17 @@ func (r *runner) run(ctx context.Context) error {
 	graceEnd := clk.Now().Add(o.cfg.stopGrace)
 	cancelled := false
 	for len(r.inflight) > 0 {
-		if ferr := r.drain(dbCtx, sendCtx); ferr != nil && err == nil {
-			err = ferr // the rest is still collected (and probably not recorded)
+		if ferr := r.drain(dbCtx, sendCtx); ferr != nil {
+			if err == nil {
+				err = ferr // the rest is still collected (and probably not recorded)
+			}
+			// Stopping: an outcome that cannot be recorded now leaves its
+			// item sending, to become submitted_unknown once its lease
+			// ends (never resent).
+			for _, f := range r.unrecorded {
+				delete(r.inflight, f.it.Key)
+			}
+			r.unrecorded = nil
 		}
 		if len(r.inflight) == 0 {
 			break
@@ -235,6 +267,9 @@ func (r *runner) run(ctx context.Context) error {
 func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool, error) {
 	fs := r.collect()
 	if err := r.beat(ctx, now); err != nil && ctx.Err() == nil {
+		return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
+	}
+	if err := r.putBack(ctx, now); err != nil {
 		return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
 	}
 	if len(r.inflight) > len(fs) && !now.Before(r.renewAt) {
@@ -266,9 +301,11 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 	return picked == free, nil
 }
 
-// collect takes the sends that have finished, without waiting.
+// collect takes the sends that have finished, without waiting, and the
+// outcomes a failed transaction left unrecorded.
 func (r *runner) collect() []finished {
-	var fs []finished
+	fs := r.unrecorded
+	r.unrecorded = nil
 	for {
 		select {
 		case f := <-r.done:
@@ -292,12 +329,13 @@ func (r *runner) drain(ctx, sendCtx context.Context) error {
 
 // recordAndClaim records the outcomes fs and claims up to n items in one
 // transaction (one commit for both, as a batch of the floor's would). If
-// the claim fails, the outcomes are recorded alone, and the claim's error
-// returned. Its ctx is dbCtx: step does not begin it once Run is asked
-// to stop, and once begun it is not cut short.
+// it fails, the outcomes are recorded alone (or kept for the next cycle,
+// see finish), and the error returned; claims whose commit failed may
+// have been committed all the same: putBack queues them again first. Its
+// ctx is dbCtx: step does not begin it once Run is asked to stop, and once
+// begun it is not cut short.
 func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs []finished, n int) ([]*claimed, int, error) {
 	o := r.o
-	defer r.settled(fs)
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
@@ -309,15 +347,23 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
 	}
 	items, picked, cevs, err := r.claim(ctx, tx, now, n)
-	if err == nil {
-		if err = tx.Commit(); err != nil {
-			err = fmt.Errorf("outbox: run: %w", err)
-		}
-	}
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
 	}
+	if err := tx.Commit(); err != nil {
+		// The answer was lost: the claims may have been committed.
+		for _, it := range items {
+			r.uncertain = append(r.uncertain, it.Key)
+			for _, b := range it.rest {
+				r.uncertain = append(r.uncertain, b.Key)
+			}
+		}
+		// (Recording again is harmless: each update applies only to an
+		// item this Run still has sending.)
+		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
+	}
+	r.settled(fs)
 	o.notify(append(evs, cevs...))
 	return items, picked, nil
 }
@@ -842,7 +888,20 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return nil
 	}
 	o := r.o
-	defer r.settled(fs)
+	// Recorded, these sends are over; not recorded (a database error),
+	// they are kept, still in flight with their leases renewed, and
+	// recorded by the next drain. (Recording twice is harmless: each
+	// update applies only to an item this Run still has sending.)
+	recorded := false
+	defer func() {
+		if !recorded {
+			r.unrecorded = fs
+			return
+		}
+		for _, f := range fs {
+			delete(r.inflight, f.it.Key)
+		}
+	}()
 	now := o.cfg.clock.Now()
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -856,7 +915,27 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
+	recorded = true
 	o.notify(evs)
+	return nil
+}
+
+// putBack queues again the items a claim transaction whose commit failed
+// may have claimed: their sends never started, so they go back to their
+// lane's head with their attempt uncounted (nothing happens to those the
+// failed transaction did not claim).
+func (r *runner) putBack(ctx context.Context, now time.Time) error {
+	if len(r.uncertain) == 0 {
+		return nil
+	}
+	o := r.o
+	const why = "claim not confirmed by the database: never sent, queued again"
+	args := append([]any{nanos(now), nanos(now), why, r.owner}, r.uncertain...)
+	if _, err := o.db.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
+		lease_until = 0, attempts = attempts - 1 WHERE state = 'sending' AND owner = ? AND ikey IN (?`+strings.Repeat(", ?", len(r.uncertain)-1)+`)`), args...); err != nil {
+		return fmt.Errorf("outbox: run: putting back unconfirmed claims: %w", err)
+	}
+	r.uncertain = nil
 	return nil
 }
 
@@ -926,7 +1005,8 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 	o := r.o
 	var keys, wamids []string
 	for _, f := range fs {
-		if f.err == nil && f.res != nil && f.res.MessageID != "" {
+		// A held send records its sub-state one by one (outcome).
+		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
 			keys, wamids = append(keys, f.it.Key), append(wamids, f.res.MessageID)
 		}
 	}
@@ -965,7 +1045,7 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		if f.res != nil {
 			wamid = f.res.MessageID
 		}
-		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+		return r.setState(ctx, tx, now, key, StateAccepted, 0, acceptedReason(f.res), wamid)
 	}
 	code := 0
 	var ge *errcodes.Error

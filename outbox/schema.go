@@ -242,7 +242,8 @@ CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF stat
 // of transitions keyed by the item's id (an index of integers that grows
 // at its end, where outbox_transitions had one of random keys: a page
 // read and written at a random place per transition); fixed worker IDs
-// held with a heartbeat (outbox_workers, see worker.go); and, on SQLite,
+// held with a heartbeat (outbox_workers, see worker.go); the template
+// category registry (outbox_template_categories); and, on SQLite,
 // no index of sends per lane (only Postgres's claim reads it).
 //
 // SQLite has one writer: the counters are updated in place.
@@ -251,6 +252,14 @@ CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF stat
 // then (foldCounts); readers add the two.
 const migrateSQLite1to2 = `
 CREATE TABLE outbox_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
+);
 CREATE TABLE outbox_workers (
 	name        TEXT PRIMARY KEY,
 	incarnation TEXT NOT NULL,
@@ -293,6 +302,14 @@ END;
 
 const migratePostgres1to2 = `
 CREATE TABLE outbox_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
+);
 CREATE TABLE outbox_workers (
 	name        TEXT PRIMARY KEY,
 	incarnation TEXT NOT NULL,
