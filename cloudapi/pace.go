@@ -28,14 +28,12 @@ import (
 // (throughput.Limiter.Tolerance), or met by a hold of the number that began
 // after it was admitted, gives its slot back at the slot's own instant
 // (exact when no later slot stands on it) and takes a new one, holding the
-// connection while it waits. The first bubble of a burst moves the pair's
+// connection while it waits, as often as it takes (a message that can only
+// leave late is never sent late: its deadline or its context ends the
+// wait, and it is not submitted). The first bubble of a burst moves the pair's
 // reservation with it, so that the pair owes from when the burst really
 // starts. Every check and every write is reported to the number's limiter
 // (ObserveSend), whose margin follows the lateness observed.
-
-// maxReslots bounds how many times one message takes a new slot; after
-// that it goes at the check (and the margin learns from it).
-const maxReslots = 4
 
 // gate is the write-time check of message k of an admission.
 type gate struct {
@@ -48,7 +46,6 @@ type gate struct {
 	done    bool
 	checked time.Time // when the check let the body go
 	aborted error     // why the check refused: no byte of the body left
-	reslots int
 }
 
 // errGateDone: the body was read after the send gave up on the request.
@@ -92,7 +89,7 @@ func (g *gate) check() error {
 		now := c.clock.Now()
 		held := g.num.HeldUntil().After(now)
 		if !held {
-			if now.Sub(sl.at) <= g.num.Tolerance() || g.reslots >= maxReslots {
+			if now.Sub(sl.at) <= g.num.Tolerance() {
 				g.checked = now
 				return nil
 			}
@@ -108,7 +105,6 @@ func (g *gate) check() error {
 // reslot gives message k's slot back and takes a new one, moving the
 // pair's reservation with the first bubble, then waits for it.
 func (g *gate) reslot(now time.Time) error {
-	g.reslots++
 	s, a, c := g.s, g.a, g.s.c
 	sl := &a.slots[g.k]
 	sl.num.CancelAt(sl.num.TimeToAct()) // unused: exact when no later slot stands on it

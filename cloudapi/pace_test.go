@@ -1,6 +1,8 @@
 package cloudapi_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -187,6 +189,45 @@ func TestLateFirstBubbleMovesThePair(t *testing.T) {
 		}
 		if n := h.srv.Count(errcodes.PairRateLimit); n != 0 {
 			t.Errorf("%d x 131056: the pair's due was counted from the decision, not the write", n)
+		}
+	})
+}
+
+// hookTransport runs before before the inner transport.
+type hookTransport struct {
+	inner  http.RoundTripper
+	before func()
+}
+
+func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.before()
+	return h.inner.RoundTrip(r)
+}
+
+// TestHoldMetAtTheWriteIsNotSent: a 130429 hold that begins after a
+// message was admitted (another send's refusal) stops it at the write; when
+// the hold outlasts its deadline it fails with backpressure (refused here),
+// and Meta never sees it.
+func TestHoldMetAtTheWriteIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		var c *cloudapi.Client
+		hc := &http.Client{Transport: hookTransport{inner: srv.Client().Transport, before: func() {
+			c.Number(number).Refused(time.Now(), errcodes.ThroughputLimit)
+		}}}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(hc), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_, err = c.Send(ctx, number, cloudapi.Text(alice, "x"))
+		var bp *cloudapi.BackpressureError
+		if !errors.As(err, &bp) || bp.Limit != errcodes.HoldPhoneNumber || cloudapi.StateOf(err) != cloudapi.StateRefused {
+			t.Fatalf("Send = %v (state %v), want backpressure on the number (refused locally)", err, cloudapi.StateOf(err))
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("Meta saw %d requests", n)
 		}
 	})
 }
