@@ -70,12 +70,9 @@ func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte, 
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, body)
+	req, err := c.newRequest(ctx, from, body, g)
 	if err != nil {
 		return attemptResult{state: StateNotSubmitted, err: err}
-	}
-	if g != nil {
-		pacedRequest(req, g, body)
 	}
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
@@ -136,10 +133,17 @@ func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte, 
 
 // newRequest builds the POST of body to from's /messages endpoint, with
 // the token in the Authorization header only.
-func (c *Client) newRequest(ctx context.Context, from string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/messages", bytes.NewReader(body))
+func (c *Client) newRequest(ctx context.Context, from string, body []byte, g *gate) (*http.Request, error) {
+	var r io.Reader
+	if g == nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/messages", r)
 	if err != nil {
 		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
+	}
+	if g != nil {
+		pacedRequest(req, g, body)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token.token)
 	req.Header.Set("Content-Type", "application/json")

@@ -37,10 +37,11 @@ import (
 
 // gate is the write-time check of message k of an admission.
 type gate struct {
-	s   *sending
-	a   *admission
-	k   int
-	num *throughput.Limiter
+	s     *sending
+	a     *admission
+	k     int
+	num   *throughput.Limiter
+	bytes []byte // the request body
 
 	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
 	done    bool
@@ -52,12 +53,20 @@ type gate struct {
 var errGateDone = errors.New("cloudapi: request body read after the send ended")
 
 // body returns the request body that runs the check on its first read.
-func (g *gate) body(b []byte) io.ReadCloser { return &pacedBody{g: g, r: bytes.NewReader(b)} }
+func (g *gate) body(b []byte) io.ReadCloser {
+	p := &pacedBody{g: g}
+	p.r.Reset(b)
+	return p
+}
+
+// getBody is the request's GetBody: a new body of the same bytes, checked
+// again on its first read.
+func (g *gate) getBody() (io.ReadCloser, error) { return g.body(g.bytes), nil }
 
 // pacedBody is a request body whose first read runs the gate.
 type pacedBody struct {
 	g       *gate
-	r       *bytes.Reader
+	r       bytes.Reader
 	checked bool
 }
 
@@ -163,7 +172,8 @@ func (a *admission) pairAfterWrite(pairs *pairlimit.Limiter, wrote time.Time) {
 
 // pacedRequest sets body as req's body through gate g.
 func pacedRequest(req *http.Request, g *gate, body []byte) {
+	g.bytes = body
 	req.Body = g.body(body)
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return g.body(body), nil }
+	req.GetBody = g.getBody
 }
