@@ -100,7 +100,13 @@ func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte, 
 		}
 		if w := wroteAt.Load(); w != 0 && !checked.IsZero() {
 			wt := time.Unix(0, w)
-			g.num.ObserveSend(g.a.slots[g.k].at, checked, wt)
+			slot := g.a.slots[g.k].at
+			g.num.ObserveSend(slot, checked, wt)
+			if over := wt.Sub(slot) - g.num.Tolerance() - g.num.Margin(); over > 0 {
+				// Descheduled between the check and the write: the sends
+				// after it shift by the excess rather than bunch with it.
+				g.num.Pause(wt.Add(over))
+			}
 			if g.k == 0 {
 				g.a.pairAfterWrite(c.pairs, wt)
 			}

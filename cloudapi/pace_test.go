@@ -1,9 +1,11 @@
 package cloudapi_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -228,6 +230,44 @@ func TestHoldMetAtTheWriteIsNotSent(t *testing.T) {
 		}
 		if n := len(srv.Requests()); n != 0 {
 			t.Fatalf("Meta saw %d requests", n)
+		}
+	})
+}
+
+// postCheckTransport reads the body (running the write-time check), then
+// for every nth request sleeps before handing it on: a process descheduled
+// between the check and the write.
+type postCheckTransport struct {
+	inner http.RoundTripper
+	every int64
+	delay time.Duration
+	n     atomic.Int64
+}
+
+func (p *postCheckTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if p.n.Add(1)%p.every == 0 {
+		time.Sleep(p.delay)
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	return p.inner.RoundTrip(r2)
+}
+
+// TestLateAfterTheCheckShiftsTheNext: a send that leaves 100 ms after its
+// check passed (one in 200: too rare for the margin, which covers the 99th
+// percentile) pauses the number by its excess lateness, so
+// that the sends after it shift instead of bunching with it: no 130429.
+func TestLateAfterTheCheckShiftsTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := paced(t, 64, 10, func(rt http.RoundTripper) http.RoundTripper {
+			return &postCheckTransport{inner: rt, every: 200, delay: 100 * time.Millisecond}
+		})
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429 with writes late after the check", n)
 		}
 	})
 }

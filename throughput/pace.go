@@ -195,3 +195,19 @@ func (l *Limiter) Margin() time.Duration {
 	defer l.mu.Unlock()
 	return l.margin
 }
+
+// Pause holds the number until until, as a refusal's hold does but
+// counting no refusal: sends not yet written wait for it (a sender's
+// write-time check gives their slots back and takes new ones after it).
+// A sender pauses the number when a send's bytes went out later than its
+// check allowed (the process was descheduled between the check and the
+// write): the sends after it then shift by that much instead of arriving
+// bunched with it. With a Store the pause is shared like any hold.
+func (l *Limiter) Pause(until time.Time) {
+	l.init()
+	u := until.UnixNano()
+	l.mu.Lock()
+	l.heldUntil = max(l.heldUntil, u)
+	l.mu.Unlock()
+	extend(&l.b, l.opts, u)
+}
