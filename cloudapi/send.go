@@ -82,19 +82,26 @@ func (c *Client) Send(ctx context.Context, from string, m Message) (*Result, err
 // in it. The results have one entry per message, nil for those not
 // accepted.
 func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([]*Result, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
 	s, err := c.prepare(ctx, from, msgs)
 	if err != nil {
 		return nil, err
 	}
 	// Only the caller's keys are remembered: a generated key is new.
-	var given []string
+	var given, prints []string
 	var at []int // given[j] is the key of msgs[at[j]]
 	for i, m := range msgs {
 		if m.IdempotencyKey != "" {
 			given, at = append(given, s.keys[i]), append(at, i)
+			prints = append(prints, fingerprint(s.fromID, s.bodies[i]))
 		}
 	}
-	if j, first, ok := c.idem.claim(c.clock.Now(), given); !ok {
+	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
+		if conflicting {
+			return make([]*Result, len(msgs)), conflict(given[j])
+		}
 		results := make([]*Result, len(msgs))
 		var err error
 		results[at[j]], err = duplicate(given[j], first)
@@ -116,7 +123,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	if err != nil {
 		return nil, err
 	}
-	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
+	s := &sending{c: c, ctx: ctx, from: from, fromID: fromID, msgs: msgs,
 		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
@@ -192,6 +199,7 @@ type sending struct {
 	c        *Client
 	ctx      context.Context
 	from     string
+	fromID   uint64          // from, parsed
 	to       phone.Recipient // zero for MarkRead
 	pair     pairlimit.Pair  // zero for MarkRead
 	msgs     []Message

@@ -142,17 +142,9 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 	return o, nil
 }
 
-// scrub removes the DSN's password from a driver error.
-func scrub(err error, dsnStr string) error {
-	u, perr := url.Parse(dsnStr)
-	if perr != nil || u.User == nil {
-		return err
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(err.Error(), pw) {
-		return errors.New(strings.ReplaceAll(err.Error(), pw, "[redacted]"))
-	}
-	return err
-}
+// scrub removes the DSN's passwords, in every form (see dsnSecrets), from
+// a driver error.
+func scrub(err error, dsnStr string) error { return scrubDSN(err, dsnStr) }
 
 // Close closes the database. Run must have returned first.
 func (o *Outbox) Close() error {

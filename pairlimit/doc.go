@@ -71,8 +71,9 @@
 // is a [MemoryStore] of the limiter's own: 1,024 shards of pointer-free
 // open-addressing tables, which spend memory only on pairs that still owe
 // or carry a recent 131056, whatever the pattern of calls: expired states
-// are swept a few slots per call, and judged against the earlier of the
-// latest instant asked and the clock, so a reservation asked at a future
+// are swept a few slots per call, and judged against the earliest of the
+// latest instant asked, the clock, and the clock moved back by how far
+// behind it recent calls asked, so a reservation asked at a future
 // instant never makes another pair's debt look repaid. Pass [WithClock]
 // when the instants you pass are not the real time. A decision the store
 // cannot make is a Reservation that is not OK with an error matching

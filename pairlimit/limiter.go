@@ -295,6 +295,7 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 			if d == 0 {
 				tb.wrote(end) // a Due rises from nothing: the sweep must know
 			}
+			m.saw(sh, at)
 			if sh.ops++; sh.ops%sweepEvery == 0 {
 				m.sweepStep(sh, tb, at)
 			}

@@ -328,9 +328,17 @@ func TestWaitNMockClock(t *testing.T) {
 	}
 }
 
+// TestEvictionFreesRepaidPairs: ordinary traffic sweeps repaid pairs out.
+// The limiter's clock follows the instants asked, as WithClock's doc says
+// it must when they are not the real time: with the real clock and
+// instants two days behind it, the store judges expiry by how much time
+// its clock saw pass since those instants were asked (milliseconds here),
+// so that calls at a later instant cannot make an earlier debt look repaid
+// (TestFutureInstantsKeepBurstDebtWhateverTheClock).
 func TestEvictionFreesRepaidPairs(t *testing.T) {
 	t.Parallel()
-	lim := pairlimit.New(pairlimit.Meta)
+	clk := newFakeClock(t0)
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithClock(clk))
 	const n = 5000
 	pairs := make([]pairlimit.Pair, n)
 	for i := range pairs {
@@ -345,6 +353,7 @@ func TestEvictionFreesRepaidPairs(t *testing.T) {
 	// An hour later every debt is repaid: ordinary traffic sweeps them out.
 	later := t0.Add(time.Hour)
 	for i := range 20 * n {
+		clk.Set(later)
 		lim.AllowN(later, pairs[i%n], 1)
 		later = later.Add(time.Millisecond)
 	}
@@ -356,6 +365,7 @@ func TestEvictionFreesRepaidPairs(t *testing.T) {
 		others[i] = mustPair(t, "1001", fmt.Sprintf("2377%08d", i))
 	}
 	for i := range 30 * len(others) {
+		clk.Set(later)
 		lim.AllowN(later, others[i%len(others)], 1)
 		later = later.Add(10 * time.Millisecond)
 	}

@@ -31,10 +31,16 @@ import (
 // the call that triggers it. Between rebuilds, an incremental sweep paced
 // by the calls drops expired states, not at once: when few pairs are live,
 // expired ones may outnumber them, by up to about 25,000 states in the
-// worst pattern measured (every business number holding one pair). The "now" that expiry is judged at is the
-// earlier of the latest instant a call was asked at and the store's clock,
-// so a reservation asked at a future instant never makes another pair's
-// debt look repaid.
+// worst pattern measured (every business number holding one pair).
+//
+// The "now" that expiry is judged at is the earliest of the latest instant
+// asked, the store's clock, and that clock moved back by how far behind it
+// the instants recently asked of the pair's shard lay (remembered for 5 to
+// 10 minutes). So a reservation asked at a future instant never makes
+// another pair's debt look repaid: not with a clock in step with the
+// instants, nor with a clock ahead of them (a store left on the real clock
+// while the instants are simulated), where a state is kept until the clock
+// has seen its debt's time pass since it was asked.
 //
 // Share one MemoryStore between Limiters (WithStore) to pace the same pairs
 // as one within a process. It is safe for concurrent use. The zero
@@ -74,7 +80,17 @@ type memShard struct {
 	_   uint32
 	own pairTable // the first table; protected by mu
 
-	now  int64                 // latest instant asked, as of the last sweep step; protected by mu
+	now int64 // latest instant asked, as of the last sweep step; protected by mu
+
+	// How far behind the clock the instants asked of the shard lie (see
+	// saw): past is the least instant asked since the shard last swept
+	// itself, 0 if none; lag[0] and lag[1] the least offset (instant minus
+	// clock, at most 0) timed in the current and the previous generation,
+	// which ends at gen. Protected by mu.
+	past int64
+	lag  [2]int64
+	gen  int64
+
 	last *pairTable            // the other table used last; protected by mu
 	tabs map[uint64]*pairTable // the other tables, by business number; protected by mu
 
@@ -84,7 +100,7 @@ type memShard struct {
 	// lock. Writing a Due lowers it (pairTable.wrote); a sweep of a
 	// shard's only table sets it to the table's floor.
 	low atomic.Int64
-	_   [40]byte
+	_   [8]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
@@ -364,10 +380,60 @@ func (tb *pairTable) allExpired(now int64) bool {
 	return true
 }
 
-// horizon is the instant expiry is judged at: the earlier of the latest
-// instant asked in the shard and the clock. Called with sh.mu held.
+// lagMemory is how long a shard remembers how far behind its clock the
+// instants asked of it lay: at least this long, at most twice. It exceeds
+// Meta's longest debt (a burst of 45, 270 s, plus the margin) and hold
+// (256 s).
+const lagMemory = 5 * time.Minute
+
+// saw records that a call asked the shard at instant t: the first call
+// since the shard last swept itself, and any call asking earlier than
+// every call since, read the clock to time how far behind it t lies (one
+// call in sixteen in steady traffic). A call not timed asked no earlier
+// than one timed at most sixteen calls before it. Called with sh.mu held.
+func (m *MemoryStore) saw(sh *memShard, t int64) {
+	if p := sh.past; t < p || p == 0 {
+		m.timeCall(sh, t)
+	}
+}
+
+// timeCall is saw's timing of a call. It is kept out of the callers'
+// bodies, so that their common path spills nothing around it.
+//
+//go:noinline
+func (m *MemoryStore) timeCall(sh *memShard, t int64) {
+	sh.past = t
+	clk := m.clockNow()
+	sh.rotate(clk)
+	if o := sat.Sub(t, clk); o < sh.lag[0] {
+		sh.lag[0] = o
+	}
+}
+
+// rotate starts a new generation of the shard's lag once the current one
+// has lasted lagMemory. Called with sh.mu held.
+func (sh *memShard) rotate(clk int64) {
+	if clk >= sh.gen {
+		sh.lag[1], sh.lag[0] = sh.lag[0], 0
+		sh.gen = sat.Add(clk, int64(lagMemory))
+	}
+}
+
+// present is the shard's present at clock reading clk: the clock moved
+// back by how far behind it the shard's recent calls asked. Called with
+// sh.mu held.
+func (sh *memShard) present(clk int64) int64 {
+	return sat.Add(clk, min(sh.lag[0], sh.lag[1]))
+}
+
+// horizon is the instant expiry is judged at: the earliest of the latest
+// instant asked in the shard, the clock, and the shard's present (the clock
+// moved back by how far behind it the shard's recent calls asked). Called
+// with sh.mu held.
 func (m *MemoryStore) horizon(sh *memShard) int64 {
-	return min(sh.now, m.clockNow())
+	clk := m.clockNow()
+	sh.rotate(clk)
+	return min(sh.now, sh.present(clk))
 }
 
 // rebuild rehashes tb without its expired states, sized so that its
@@ -493,6 +559,7 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 // held.
 func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 	sh.now = max(sh.now, t)
+	sh.past = 0 // the next call is timed
 	m.sweep(sh, tb, sweepSlots)
 	if sh.ops%crossEvery == 0 {
 		m.cross(sh)
@@ -548,7 +615,7 @@ func (m *MemoryStore) cross(sh *memShard) {
 // quarter full and drops an empty one. Called with sh.mu held.
 func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	asked := max(sh.now, m.now.Load())
-	if asked-tb.epoch > 2*epochBack && min(asked, tb.clk)-tb.epoch > 2*epochBack {
+	if min(asked, tb.clk)-tb.epoch > 2*epochBack && m.horizon(sh)-tb.epoch > 2*epochBack {
 		m.rebuild(sh, tb, 0) // time moved on: move the epoch with it
 		return len(tb.slots)
 	}
@@ -565,7 +632,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 			return 1
 		}
 	}
-	now := min(asked, tb.clk)
+	now := min(asked, sh.present(tb.clk))
 	limit := now - int64(KeepAfterDue)
 	done := 0
 	for ; done < k; done++ {
@@ -657,6 +724,7 @@ func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.D
 // table other than the last used, a maximum wait. Called with sh.mu held;
 // it unlocks it.
 func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+	m.saw(sh, t)
 	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
 	old := State{Due: due, Top: s.w >> dueBits}
@@ -686,6 +754,7 @@ func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, 
 
 func (m *MemoryStore) next(p Pair, t int64) int64 {
 	sh, hb := m.lock(p.from, p.to)
+	m.saw(sh, t)
 	tb, s := sh.find(p, hb)
 	due := int64(math.MinInt64)
 	if s != nil {
@@ -698,6 +767,9 @@ func (m *MemoryStore) next(p Pair, t int64) int64 {
 func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
+	if t != math.MinInt64 { // MinInt64 is Refund's "whatever the time"
+		m.saw(sh, t)
+	}
 	tb, s := sh.find(p, hb)
 	if s == nil || tk.ID > math.MaxUint32 {
 		return false
@@ -713,6 +785,7 @@ func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
+	m.saw(sh, t)
 	tb, s := m.get(sh, p.from, p.to, hb, t)
 	st, hold := tb.state(s).Refuse(t, holds)
 	tb.set(s, st)
@@ -723,6 +796,7 @@ func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Durati
 func (m *MemoryStore) accept(p Pair, t int64) {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
+	m.saw(sh, t)
 	tb, s := sh.find(p, hb)
 	if s != nil && tb.holds != nil {
 		if st := tb.state(s); st.Fails != 0 {

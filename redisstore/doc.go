@@ -53,6 +53,7 @@
 //
 //	prefix{N}:p:R     string: pair of business number N and recipient R
 //	prefix{K}:b       hash: bucket K (a number's ID, or a budget's name)
+//	prefix{K}:m       string: the epoch marker of K's slot (no expiry; see below)
 //	prefix{t:T}:z     sorted set: tier T's recipients, and prefix{t:T}:e its epoch
 //
 // Every key of one business number carries the number as a hash tag, so in
@@ -66,6 +67,41 @@
 //
 // Redis 6.2 or later is needed (SET ... PXAT); Valkey and other forks
 // that run Lua scripts work alike.
+//
+// # Losing Redis's state
+//
+// Redis forgets the debts it holds when it is flushed (FLUSHALL), restarts
+// without persistence, or fails over to a replica that had not received
+// them; without more, every sender would then write at once to pairs that
+// still owe, and Meta would answer 131056. Configure Redis so that it does
+// not happen: persistence (appendonly yes with appendfsync everysec or
+// always; RDB snapshots alone lose the writes since the last one), a
+// failover that promotes only a replica in sync (min-replicas-to-write 1
+// with a small min-replicas-max-lag), and a maxmemory-policy that never
+// evicts keys without an expiry (noeviction or volatile-*).
+//
+// When that is not met, the Store limits the damage, inside each
+// decision's one round trip:
+//
+//   - A process never undercuts a debt it created: each Store keeps a
+//     bounded shadow of the Due its own reservations left (about a million
+//     pairs; expired ones go first) and its reservations take it as a
+//     floor, writing the debt back to Redis.
+//   - Every business number has an epoch marker (prefix{N}:m). Each Store
+//     sends the marker it last saw with each reservation; a script that
+//     finds it gone or changed writes a new one marked lost. From then on,
+//     until [WithLostStateDebt] (by default [DefaultLostStateDebt], Meta's
+//     full burst of 45, 270.25 s) has passed since the new marker was
+//     written, every Store treats a pair Redis holds no state for as owing
+//     until then, and a throughput bucket Redis lost as spent at that
+//     instant, so that a second's count is not doubled. Each Store reports
+//     the loss once, to [WithObserver] and [WithLogger] ([StateLoss]).
+//
+// What remains: a process that never decided for a number before the loss
+// cannot notice it, and decides as on a first use until another process
+// marks the marker; a failover to a replica that lags (rather than one
+// that is empty) keeps the marker and loses only the latest writes, which
+// nothing detects; the tiers' counts of recipients are not restored.
 //
 // # Clock skew
 //

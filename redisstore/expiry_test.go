@@ -18,18 +18,18 @@ func TestKeysExpireWhenDebtIsRepaid(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	st := redisstore.New(rdb, redisstore.WithPrefix(prefix))
 	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(st))
-	p, _ := pairlimit.NewPair("106540352242922", "237690000001")
 	keep := pairlimit.KeepAfterDue + redisstore.SkewAllowance
 	for _, tc := range []struct {
 		name string
 		at   time.Time
+		to   string // one pair each: the store remembers its own debts (WithLostStateDebt)
 	}{
-		{"real time", time.Now()},
-		{"simulated time", time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"real time", time.Now(), "237690000001"},
+		{"simulated time", time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), "237690000002"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			key := prefix + "{106540352242922}:p:237690000001"
-			rdb.Del(t.Context(), key)
+			p, _ := pairlimit.NewPair("106540352242922", tc.to)
+			key := prefix + "{106540352242922}:p:" + tc.to
 			r := lim.ReserveN(tc.at, p, 3) // owes 3 x 6 s + 250 ms
 			if !r.OK() {
 				t.Fatal(r.Err())

@@ -38,24 +38,49 @@ func fromBase(a []any, i int) int64 {
 	return offsetAt(float64(replyInt(a, i)), float64(replyInt(a, i+1)), float64(replyInt(a, i+2)))
 }
 
-// Reserve implements [pairlimit.Store]: State.Reserve in one script.
+// Reserve implements [pairlimit.Store]: State.Reserve in one script, with
+// the pair's Due lifted to this Store's own floor for it and, after a loss
+// of Redis's state, to the loss's quarantine (see StateLoss).
 func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
 	wait := noWait
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
 	}
 	tn := max(t.UnixNano(), 0)
-	v, err := s.runKey(ctx, "pair reserve", pairReserveHot,
-		[]any{3: s.pairKey(p), 4: tn / 1e9, 5: tn % 1e9, 6: int64(max(cost, 0)), 7: wait, 8: keepArg(t)})
+	num := p.From()
+	mk := s.markers.get(num)
+	qs, qn, _ := mk.quarantine(s.lostDebt)
+	floor := s.shadow.floor(p)
+	var fs, fn any = "z", 0
+	if floor > tn {
+		fs, fn = secNs(floor)
+	}
+	v, err := s.runKeys(ctx, "pair reserve", pairReserveHot, twoKeysArg,
+		[]any{3: s.prefix + "{" + num + "}:p:" + p.To(), 4: s.markerKey(num), 5: tn / 1e9, 6: tn % 1e9,
+			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.raw, 11: qs, 12: qn, 13: int64(s.lostDebt), 14: fs, 15: fn})
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
-	tk, ok, shape := reserveFrom(v, tn, cost, maxWait)
+	if raw, ok := markerOf(v); ok { // the marker changed: learn it, and lift as the script did
+		mk = s.learn(num, raw, mk.raw != "")
+		v = stripMarker(v)
+	}
+	lf := lift{floor: max(floor, 0)}
+	if floor <= tn {
+		lf.floor = 0
+	}
+	if mk.lost {
+		lf.qs, lf.qn, lf.quar = quarantineOf(mk, s.lostDebt)
+	}
+	tk, ok, shape := reserveWith(v, tn, cost, maxWait, lf)
 	if !shape {
 		return pairlimit.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
+	}
+	if ok {
+		s.shadow.reserved(p, tk, min(tn, time.Now().UnixNano()))
 	}
 	return tk, ok, nil
 }
@@ -66,21 +91,97 @@ var pairReserveHot = newHotScript(pairReserve, pairReserveLua)
 // something else, or a script of another version).
 var errReply = errors.New("unexpected script reply")
 
-// reserveFrom turns pairReserveLua's answer v to a call at tn into the
+// markerOf returns the epoch marker a reserve script answered beside its
+// decision, when it differed from the caller's: {state, marker, reserved}
+// with the struct library, {status, act, id, prevTop, prevDue, marker}
+// without.
+func markerOf(v any) (string, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		return "", false
+	}
+	var m any
+	switch len(a) {
+	case 3:
+		m = a[1]
+	case 6:
+		m = a[5]
+	default:
+		return "", false
+	}
+	raw, ok := m.(string)
+	return raw, ok
+}
+
+// stripMarker is v without the marker markerOf found: the answer the
+// script gives when the marker is the caller's.
+func stripMarker(v any) any {
+	a := v.([]any)
+	if len(a) == 6 {
+		return a[:5]
+	}
+	if n, _ := a[2].(int64); n == 1 {
+		return a[0]
+	}
+	return a[:1]
+}
+
+// quarantineOf is the end of m's quarantine as the script computes it:
+// seconds and nanoseconds (which may exceed 1e9) of the marker's instant
+// plus the lost-state debt.
+func quarantineOf(m marker, debt time.Duration) (qs, qn float64, ok bool) {
+	s, n := secNs(m.since)
+	return float64(s), float64(n + int64(debt)), true
+}
+
+// lift is what a reserve script raises the pair's Due to besides its
+// state: the caller's floor (an instant, 0 for none) and, for a pair
+// without state, the end of a loss's quarantine (seconds and nanoseconds,
+// when quar).
+type lift struct {
+	floor  int64
+	qs, qn float64
+	quar   bool
+}
+
+// apply raises the Due d (an offset from the base bs, bn; has reports
+// whether there is one) as the script does, on the same doubles; stateless
+// reports whether Redis held no state for the pair.
+func (l lift) apply(bs, bn, d float64, has, stateless bool) (float64, bool) {
+	if l.quar && stateless {
+		if q := float64((l.qs-bs)*1e9) + (l.qn - bn); !has || q > d {
+			d, has = q, true
+		}
+	}
+	if l.floor > 0 {
+		fs, fn := secNs(l.floor)
+		if f := float64((float64(fs)-bs)*1e9) + (float64(fn) - bn); !has || f > d {
+			d, has = f, true
+		}
+	}
+	return d, has
+}
+
+// reserveFrom is reserveWith without a lift.
+func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+	return reserveWith(v, tn, cost, maxWait, lift{})
+}
+
+// reserveWith turns pairReserveLua's answer v to a call at tn into the
 // reservation and whether it was made. The script answers with the pair's
 // state as it found it: alone when it reserved, in an array of one when it
-// refused, so that the decision is the script's own. From that state the
-// Go side replays the script's arithmetic on the same doubles (the base's
-// move, act = max(t, Due), Due = act + cost saturating at the largest
-// instant, the ID rule of newID): within 2^53 ns of the base that is
-// pairlimit.State.Reserve exactly, and beyond it (debts or instants more
-// than 104 days apart) it still names the Due the script stored. From the
-// script's own five integers (miniredis) it reads them. shape reports
-// whether v was either.
-func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+// refused, so that the decision is the script's own. From that state and
+// the lift the script applied, the Go side replays the script's arithmetic
+// on the same doubles (the base's move, the lift, act = max(t, Due), Due =
+// act + cost saturating at the largest instant, the ID rule of newID):
+// within 2^53 ns of the base that is pairlimit.State.Reserve exactly, and
+// beyond it (debts or instants more than 104 days apart) it still names
+// the Due the script stored. From the script's own five integers
+// (miniredis) it reads them. shape reports whether v was either.
+func reserveWith(v any, tn int64, cost, maxWait time.Duration, lf lift) (tk pairlimit.Ticket, ok, shape bool) {
 	switch x := v.(type) {
 	case string:
-		return replayReserve(x, tn, cost)
+		return replayReserve(x, tn, cost, lf)
 	case []any:
 		if len(x) == 1 {
 			raw, isStr := x[0].(string)
@@ -94,6 +195,12 @@ func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Tic
 			act := tn
 			if st.hasDue {
 				act = max(tn, offsetAt(st.bs, st.bn, st.d))
+			}
+			if lf.quar && raw == "" {
+				act = max(act, offsetAt(lf.qs, lf.qn, 0))
+			}
+			if lf.floor > 0 {
+				act = max(act, lf.floor)
 			}
 			return pairlimit.Ticket{Act: act}, false, true
 		}
@@ -142,7 +249,7 @@ func (st *packedPair) decode(raw string) bool {
 // replayReserve is the reservation pairReserveLua made at tn on the state
 // raw, computed with the script's doubles. Each float64 conversion rounds
 // as Lua does, and forbids a fused multiply-add.
-func replayReserve(raw string, tn int64, cost time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+func replayReserve(raw string, tn int64, cost time.Duration, lf lift) (tk pairlimit.Ticket, ok, shape bool) {
 	var st packedPair
 	if !st.decode(raw) {
 		return tk, false, false
@@ -163,8 +270,13 @@ func replayReserve(raw string, tn int64, cost time.Duration) (tk pairlimit.Ticke
 		}
 		bs, bn, t = tsec, tns, 0
 	}
+	lifted, has := lf.apply(bs, bn, d, st.hasDue, len(raw) == 0)
+	if has && (!st.hasDue || lifted != d) {
+		tk.PrevDue = offsetAt(bs, bn, lifted) // the Due the lift set
+	}
+	d = lifted
 	act := t
-	if st.hasDue && d > t {
+	if has && d > t {
 		act = d
 	}
 	d = act + float64(max(cost, 0))
@@ -234,10 +346,23 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 	if err != nil {
 		return time.Time{}, err
 	}
-	if a := replyArray(v); len(a) == 3 {
-		return time.Unix(0, fromBase(a, 0)), nil
+	at := t.UnixNano()
+	switch a := replyArray(v); len(a) {
+	case 3:
+		at = max(at, fromBase(a, 0))
+	case 1: // no state: a loss's quarantine may apply
+		if mk := s.markers.get(p.From()); mk.lost {
+			_, _, until := mk.quarantine(s.lostDebt)
+			at = max(at, until)
+		}
 	}
-	return t, nil
+	if f := s.shadow.floor(p); f > at {
+		at = f
+	}
+	if at == t.UnixNano() {
+		return t, nil
+	}
+	return time.Unix(0, at), nil
 }
 
 // Cancel implements [pairlimit.Store]: State.Cancel in one script.
@@ -258,12 +383,16 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	}
 	as, an := secNs(tk.Act)
 	es, en := secNs(tk.End)
+	lowered := s.shadow.givingBack(p, tk)
 	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p), sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
+	n, _ := v.(int64)
+	if lowered && (err != nil || n != 1) {
+		s.shadow.notGivenBack(p, tk)
+	}
 	if err != nil {
 		return false, err
 	}
-	n, _ := v.(int64)
 	return n == 1, nil
 }
 

@@ -1,6 +1,11 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Pair state, one string per (number, recipient): nine numbers, packed
 // with Redis's struct library as little-endian doubles (or, on servers
@@ -98,22 +103,77 @@ if t > 86400000000000 or t < -86400000000000 then
 end
 `
 
-// pairReserveLua is pairlimit.Store.Reserve. ARGV: t (sec, ns), cost,
-// maxWait (-1: none), keep (see pairSave). It returns the pair's state as
-// it found it (the packed string, empty for none) when it reserved, and
-// that string in an array of one when it refused: the Go side takes the
-// decision from the shape and derives the reservation by the script's own
-// arithmetic (reserveFrom): Redis answers with a string it already holds
-// instead of building one. Where the struct library is missing it returns
-// {status, act, id, prevTop, prevDue}: status 1 for reserved, plus 2 when
-// there was a Due; act and prevDue as offsets from t. A Due saturates at
-// the offset of the largest int64 instant, as State.Reserve's sum does.
-const pairReserveLua = pairLoad + pairRebase + `
+// markerCheck compares the number's epoch marker (KEYS[2]) with the one
+// the caller knew (ARGV[km], "" for none) and, when they differ, writes a
+// marker where there is none and marks a replaced one lost (see loss.go):
+// mk is then the marker to answer, and qs, qn the instant (seconds, and
+// nanoseconds that may exceed 1e9) until which state Redis lost counts as
+// owed: the marker's instant plus ARGV[qa] (nil when not lost). Without a
+// difference, qs and qn are the caller's, ARGV[qa - 2] and ARGV[qa - 1]
+// ("z": none). It reads tsec and tns.
+func markerCheck(km, qa string) string {
+	return strings.NewReplacer("KM", km, "QA", qa, "QS", qsArg(qa), "QN", qnArg(qa)).Replace(markerCheckLua)
+}
+
+func qsArg(qa string) string { n, _ := strconv.Atoi(qa); return strconv.Itoa(n - 2) }
+func qnArg(qa string) string { n, _ := strconv.Atoi(qa); return strconv.Itoa(n - 1) }
+
+const markerCheckLua = `
+local mk, known = redis.call('GET', KEYS[2]), ARGV[KM]
+local note = mk ~= known
+local qs, qn = tonumber(ARGV[QS]), tonumber(ARGV[QN])
+if note then
+  qs, qn = nil, nil
+  local id, cs, cn, l
+  if mk then id, cs, cn, l = string.match(mk, '^(%S+) (%d+) (%d+) ([01])$') end
+  if id then
+    if l == '0' and known ~= '' then
+      l = '1'
+      mk = id .. ' ' .. cs .. ' ' .. cn .. ' 1'
+      redis.call('SET', KEYS[2], mk)
+    end
+  else
+    local tm = redis.call('TIME')
+    cs, cn, l = string.format('%d', tsec), string.format('%d', tns), '0'
+    if known ~= '' or mk then l = '1' end
+    mk = tm[1] .. '.' .. tm[2] .. ' ' .. cs .. ' ' .. cn .. ' ' .. l
+    redis.call('SET', KEYS[2], mk)
+  end
+  if l == '1' then qs, qn = tonumber(cs), tonumber(cn) + tonumber(ARGV[QA]) end
+end
+`
+
+// pairReserveLua is pairlimit.Store.Reserve. KEYS: the pair, its number's
+// epoch marker. ARGV: t (sec, ns), cost, maxWait (-1: none), keep (see
+// pairSave), the marker the caller knew, the instant until which a lost
+// state counts as owed (sec, ns; "z": none), the lost-state debt, and the
+// caller's own floor of the pair's Due (sec, ns; "z": none; see loss.go).
+// A pair without state during a loss's quarantine owes until its end; any
+// pair owes at least the floor.
+//
+// It returns the pair's state as it found it (the packed string, empty for
+// none) when it reserved, and that string in an array of one when it
+// refused: the Go side takes the decision from the shape and derives the
+// reservation by the script's own arithmetic (reserveFrom), floor and
+// quarantine included: Redis answers with a string it already holds
+// instead of building one. When the marker differs from the caller's, it
+// answers {state, marker, 1 if reserved else 0}. Where the struct library
+// is missing it returns {status, act, id, prevTop, prevDue} (and the
+// marker when it differs): status 1 for reserved, plus 2 when there was a
+// Due; act and prevDue as offsets from t. A Due saturates at the offset of
+// the largest int64 instant, as State.Reserve's sum does.
+var pairReserveLua = pairLoad + pairRebase + `
+local state = raw or ''
+` + pairLift + `
 local act = t
 if d and d > t then act = d end
 local maxWait = tonumber(ARGV[4])
 if maxWait >= 0 and act - t > maxWait then
-  if struct then return {raw or ''} end
+  if struct then
+    if note then return {state, mk, 0} end
+    return {state}
+  end
+  if note then return {0, act - t, 0, 0, 0, mk} end
   return {0, act - t, 0, 0, 0}
 end
 local status, prevDue, prevTop = 1, 0, top
@@ -125,13 +185,34 @@ if d > lim then d = lim end
 top, hw = id, id
 local keep = tonumber(ARGV[5])
 ` + pairSave + `
-if struct then return raw or '' end
+if struct then
+  if note then return {state, mk, 1} end
+  return state
+end
+if note then return {status, act - t, id, prevTop, prevDue, mk} end
 return {status, act - t, id, prevTop, prevDue}
 `
 
+// pairLift, in Reserve, checks the epoch marker and lifts the pair's Due to
+// the quarantine's end (for a pair without state) and to the caller's
+// floor (ARGV[10], ARGV[11]), as the Go side's replay does.
+var pairLift = markerCheck("6", "9") + `
+if not raw and qs then
+  local q = (qs - bs) * 1000000000 + (qn - bn)
+  if not d or q > d then d = q end
+end
+if ARGV[10] ~= 'z' then
+  local fl = (tonumber(ARGV[10]) - bs) * 1000000000 + (tonumber(ARGV[11]) - bn)
+  if not d or fl > d then d = fl end
+end
+`
+
 // pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
-// ARGV: t (sec, ns). Returns {bs, bn, offset} or {} for t itself.
+// ARGV: t (sec, ns). Returns {bs, bn, offset}, {} for t itself, or {0}
+// when Redis holds no state for the pair (the Go side applies a loss's
+// quarantine and its own floor).
 const pairNextLua = pairLoad + `
+if not raw then return {0} end
 if not d or d < t then return {} end
 local lim = (9223372036 - bs) * 1000000000 + (854775807 - bn)
 if d > lim then d = lim end
@@ -243,11 +324,15 @@ else
 end
 `
 
-// bucketReserveLua is throughput.Store.Reserve. ARGV: t (sec, ns), n,
-// interval, burst, maxWait (-1: none), keep (see bucketSave). Returns {ok,
-// bs, bn, act, id, prevTop, prevTAT or "z"}, instants as offsets from (bs,
-// bn).
-const bucketReserveLua = bucketLoad + `
+// bucketReserveLua is throughput.Store.Reserve. KEYS: the bucket, its
+// epoch marker. ARGV: t (sec, ns), n, interval, burst, maxWait (-1: none),
+// keep (see bucketSave), the marker the caller knew, the instant a loss's
+// marker was written (sec, ns; "z": none), 0. A bucket Redis lost, asked
+// for in a loss's quarantine, starts as spent at the marker's instant, so
+// that a second's count is not doubled. Returns {ok, bs, bn, act, id,
+// prevTop, prevTAT or "z"}, instants as offsets from (bs, bn), and the
+// marker when it differs from the caller's.
+var bucketReserveLua = bucketLoad + `
 local n, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxWait, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
 if t > 86400000000000 or t < -86400000000000 then
@@ -255,6 +340,11 @@ if t > 86400000000000 or t < -86400000000000 then
   if tat then tat = tat - t end
   if hold then hold = hold - t end
   bs, bn, t = tsec, tns, 0
+end
+` + markerCheck("8", "11") + `
+if not found and qs then
+  local q = (qs - bs) * 1000000000 + (qn - bn) + burst * interval
+  if not tat or q > tat then tat = q end
 end
 -- restate TAT for a slower interval (throughput.BucketState.Reserve)
 if iv and iv > 0 and interval > iv and tat and tat > t then
@@ -272,6 +362,7 @@ if act > lim then act = lim end
 local prevTat, prevTop = "z", top
 if tat then prevTat = math.min(tat, lim) end
 if n < 1 or n > burst or (maxWait >= 0 and act - t > maxWait) then
+  if note then return {0, bs, bn, act, 0, prevTop, prevTat, mk} end
   return {0, bs, bn, act, 0, prevTop, prevTat}
 end
 tat = math.min(base + n * interval, lim)
@@ -280,6 +371,7 @@ local tm = redis.call('TIME')
 local id = math.max(tonumber(tm[1]) * 1000000 + tonumber(tm[2]), hw + 1)
 top, hw = id, id
 ` + bucketSave + `
+if note then return {1, bs, bn, act, top, prevTop, prevTat, mk} end
 return {1, bs, bn, act, top, prevTop, prevTat}
 `
 

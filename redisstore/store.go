@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -81,21 +82,30 @@ func WithTimeout(d time.Duration) Option {
 // portfolio's messaging tier. Every decision is one Lua script, run by its
 // SHA1 (loaded once; EVALSHA falls back to EVAL when the server lost it).
 //
-// A Store is safe for concurrent use by multiple goroutines and holds no
-// state of its own besides the client: any number of Stores over one Redis
-// behave as one.
+// A Store is safe for concurrent use by multiple goroutines. Besides the
+// client it holds only what survives a loss of Redis's state (see
+// StateLoss): the epoch marker it last saw per number and a bounded shadow
+// of the debts its own reservations left, a floor for its own decisions.
+// Any number of Stores over one Redis pace as one.
 type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
 	local   *pairlimit.MemoryStore  // with WithLocalFallback: decides while Redis is down
 	localTP *throughput.MemoryStore // the same for the throughput limits
+
+	// Surviving a loss of Redis's state (loss.go).
+	shadow   shadow        // the debts this Store's own reservations left
+	markers  markers       // the epoch marker last seen per number
+	lostDebt time.Duration // how long unseen pairs owe after a loss
+	observe  func(StateLoss)
+	log      *slog.Logger
 }
 
 // New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or
 // *redis.Ring: any redis.UniversalClient).
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, lostDebt: DefaultLostStateDebt}
 	for _, o := range opts {
 		o(s)
 	}
@@ -156,21 +166,23 @@ func newHotScript(sc *redis.Script, src string) hotScript {
 var (
 	evalshaArg any = "evalsha"
 	evalArg    any = "eval"
-	oneKeyArg  any = 1
 )
 
-// runKey is run for a hotScript on one key: cmd is its whole command, with
-// its first four places (EVALSHA, the hash, the key count, the key) filled
-// in here but for the key, so that a decision builds one argument list
-// rather than three (go-redis's Script.Run copies keys and arguments into
-// a list of its own). Like Script.Run it sends EVALSHA, then EVAL when the
-// server lost the script.
-func (s *Store) runKey(ctx context.Context, op string, sc hotScript, cmd []any) (any, error) {
+// Boxed once: the key count of a script on a key and its epoch marker.
+var twoKeysArg any = 2
+
+// runKeys is run for a hotScript on nkeys keys (boxed): cmd is its whole
+// command, with its first places (EVALSHA, the hash, the key count) filled
+// in here, then the keys and arguments, so that a decision builds one
+// argument list rather than three (go-redis's Script.Run copies keys and
+// arguments into a list of its own). Like Script.Run it sends EVALSHA,
+// then EVAL when the server lost the script.
+func (s *Store) runKeys(ctx context.Context, op string, sc hotScript, nkeys any, cmd []any) (any, error) {
 	ctx, cancel := s.bound(ctx)
 	if cancel != nil {
 		defer cancel()
 	}
-	cmd[0], cmd[1], cmd[2] = evalshaArg, sc.sha, oneKeyArg
+	cmd[0], cmd[1], cmd[2] = evalshaArg, sc.sha, nkeys
 	c := redis.NewCmd(ctx, cmd...)
 	c.SetFirstKeyPos(3)
 	err := s.rdb.Process(ctx, c)

@@ -51,8 +51,11 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 		wait = int64(max(maxWait, 0))
 	}
 	sec, nsec := secNs(t.UnixNano())
-	v, err := th.s.run(ctx, "bucket reserve", bucketReserve, th.bucketKey(key),
-		sec, nsec, n, int64(max(interval, 0)), burst, wait, bucketKeepArg(t))
+	mk := th.s.markers.get(key)
+	qs, qn, _ := mk.quarantine(0)
+	v, err := th.s.run(ctx, "bucket reserve", bucketReserve,
+		[]string{th.s.prefix + "{" + key + "}:b", th.s.markerKey(key)},
+		sec, nsec, n, int64(max(interval, 0)), burst, wait, bucketKeepArg(t), mk.raw, qs, qn, 0)
 	if th.fallback(err) {
 		return th.localReserve(ctx, key, t, n, interval, burst, maxWait)
 	}
@@ -60,6 +63,9 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 		return throughput.BucketTicket{}, false, err
 	}
 	a := replyArray(v)
+	if len(a) == 8 {
+		th.s.learn(key, replyStr(a, 7), mk.raw != "")
+	}
 	bs, bn := float64(replyInt(a, 1)), float64(replyInt(a, 2))
 	tk := throughput.BucketTicket{Act: offsetAt(bs, bn, float64(replyInt(a, 3)))}
 	if replyInt(a, 0) != 1 {

@@ -136,7 +136,8 @@ type Failure struct {
 	Nth int
 	// Code answers a Graph error with this code.
 	Code errcodes.Code
-	// Status is the HTTP status: with Code, 400 if zero; without Code, a
+	// Status is the HTTP status: with Code, Meta's for it if zero (401 for
+	// 190, 400 otherwise); without Code, a
 	// bare status with a non-Graph body (a proxy's 502, say), 500 if zero.
 	// A status outside 100 to 599 counts as zero.
 	Status int
@@ -381,15 +382,18 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		writeError(w, status, code, details, s.seq)
 		s.requests = append(s.requests, req)
 	}
+	if !knownVersion(r.URL.Path) {
+		answer(http.StatusBadRequest, codeUnknownPath, "Unknown path components: "+r.URL.Path)
+		return w, nil
+	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPost || m == nil {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported request: use POST /{version}/{phone-number-id}/messages")
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages")
 		return w, nil
 	}
 	req.PhoneNumberID = m[2]
-	auth := r.Header.Get("Authorization")
-	if !strings.HasPrefix(auth, "Bearer ") || len(auth) == len("Bearer ") || (s.token != "" && auth != "Bearer "+s.token) {
-		answer(http.StatusUnauthorized, errcodes.AccessTokenExpired, "Invalid OAuth access token.")
+	if status, code, details, ok := s.authFailure(r); !ok {
+		answer(status, code, details)
 		return w, nil
 	}
 	if err != nil || len(body) > 1<<20 {
@@ -466,7 +470,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		default:
 			status := f.Status
 			if status == 0 {
-				status = http.StatusBadRequest
+				status = statusFor(f.Code)
 			}
 			answer(status, f.Code, "Scripted failure")
 			return w, f
@@ -594,17 +598,8 @@ func (s *Server) takeScript(to string) *Failure {
 	return nil
 }
 
-func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, details string, seq int) {
-	cl := errcodes.Lookup(code)
-	e := &errcodes.Error{
-		Code: code, Type: "OAuthException", Message: "(#" + strconv.Itoa(int(code)) + ") " + cl.Title,
-		Details: details, MessagingProduct: "whatsapp", FBTraceID: "FAKE" + strconv.Itoa(seq),
-	}
-	obj, _ := json.Marshal(e)
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"error":`))
-	_, _ = w.Write(obj)
-	_, _ = w.Write([]byte("}"))
+func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, details string, _ int) {
+	writeGraphError(w, status, code, details)
 }
 
 func str(raw json.RawMessage) string {

@@ -170,11 +170,15 @@ func OnOther(f func(context.Context, Event, *Change) error) Option {
 // delivers at least once and retries for up to 7 days) and handed to the
 // callbacks.
 //
-// It answers 200 once the callbacks accepted everything, including items
-// with decoding problems (they are reported, never a reason to reject a
-// signed batch that Meta would redeliver for days); 500 when a callback
-// returns an error, so that Meta delivers again; 400 only for a body that is
-// not a JSON object at all. It is safe for concurrent use.
+// It answers 200 only once the callbacks accepted everything, including
+// items with decoding problems (they are reported, never a reason to reject
+// a signed batch that Meta would redeliver for days); 500 when a callback
+// returns an error, so that Meta delivers again (a callback that panics
+// leaves the panic to net/http, which drops the connection: Meta delivers
+// again too); 503 when some items are still in the callbacks of a
+// concurrent delivery (the others are delivered), since that delivery may
+// yet fail; 400 only for a body that is not a JSON object at all. It is safe
+// for concurrent use.
 type Handler struct {
 	appSecret   string
 	verifyToken string
@@ -213,7 +217,7 @@ func NewHandler(appSecret string, opts ...Option) (*Handler, error) {
 		return nil, errors.New("webhook: handler needs OnNotification or OnOther, so that no field is acknowledged unseen")
 	}
 	if h.dedupe == nil {
-		h.dedupe = NewDeduper(100_000, 16<<20)
+		h.dedupe = NewDeduper(defaultDedupeKeys, defaultDedupeBytes)
 	}
 	return h, nil
 }
@@ -249,12 +253,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "malformed notification", http.StatusBadRequest)
 			return
 		}
-		keys := h.dedupe.filter(n)
-		if err := h.deliver(r.Context(), n); err != nil {
-			for _, k := range keys {
-				h.dedupe.Forget(k)
+		// The keys are in flight until the callbacks took every item:
+		// recorded then, dropped if a callback fails or panics (net/http
+		// then drops the connection and Meta delivers again), so that a
+		// redelivery is never answered 200 unseen.
+		keys, busy := h.dedupe.filter(n)
+		taken := false
+		defer func() {
+			if !taken {
+				h.dedupe.release(keys)
 			}
+		}()
+		if err := h.deliver(r.Context(), n); err != nil {
 			http.Error(w, "handler failed", http.StatusInternalServerError)
+			return
+		}
+		h.dedupe.commit(keys)
+		taken = true
+		if busy {
+			// Some items are in another delivery's callbacks, which may
+			// yet fail: not acknowledged, Meta delivers them again.
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "delivery in progress", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusOK)

@@ -59,6 +59,10 @@ func start(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startOn(ctx, bin, port)
+}
+
+func startOn(ctx context.Context, bin string, port int) (*Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
@@ -104,6 +108,34 @@ func (s *Server) Stop() {
 
 // Kill is Stop: the server dies at once, as in a crash.
 func (s *Server) Kill() { s.Stop() }
+
+// Restart kills the server, as in a crash, and starts a new one on the
+// same port, again without persistence: it comes back empty, as a server
+// without persistence does after a restart. It returns once the new server
+// answers PING (or fails within ctx); the Server then stands for the new
+// one.
+func (s *Server) Restart(ctx context.Context) error {
+	s.Stop()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return ErrNotFound
+	}
+	_, port, _ := net.SplitHostPort(s.Addr)
+	p, _ := strconv.Atoi(port)
+	var n *Server
+	for {
+		n, err = startOn(ctx, bin, p)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // the port may linger a moment
+	}
+	s.cmd, s.done, s.once, s.err = n.cmd, n.done, sync.Once{}, nil
+	return nil
+}
 
 // freePort returns a TCP port free on 127.0.0.1 when asked (a variable
 // for tests).

@@ -1,0 +1,269 @@
+package redisstore
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// Surviving a loss of Redis's state: see the package doc, "Losing
+// Redis's state".
+
+// DefaultLostStateDebt is how long after a loss of Redis's state the pairs
+// Redis no longer holds are treated as owing, unless WithLostStateDebt
+// says otherwise: the longest debt of pairlimit.Meta, a full burst of 45
+// messages at 6 s each, plus pairlimit.DefaultMargin.
+const DefaultLostStateDebt = time.Duration(45)*6*time.Second + pairlimit.DefaultMargin
+
+// WithLostStateDebt sets how long after a loss of Redis's state (noticed
+// through an epoch marker that has gone or changed) a pair that Redis
+// holds no state for is treated as owing: the longest debt the limiters'
+// policy can leave (Burst x Interval plus the margin). The default is
+// DefaultLostStateDebt; a zero or negative d keeps it.
+func WithLostStateDebt(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.lostDebt = d
+		}
+	}
+}
+
+// StateLoss reports that Redis lost the limits' state of one business
+// number (or budget): its epoch marker had gone or changed. Every process
+// sharing the Redis learns it on its next decision for that number.
+type StateLoss struct {
+	// Key is the business number's ID (or the budget's name).
+	Key string
+	// Since is when the marker was written again (the caller's instant):
+	// the loss happened before it.
+	Since time.Time
+	// Until is when pairs Redis no longer holds stop being treated as
+	// owing: Since plus the lost-state debt.
+	Until time.Time
+	// Noticed reports whether this process had seen the marker that was
+	// lost; false when its first decision for the number found the new
+	// marker already marked lost.
+	Noticed bool
+}
+
+// WithObserver calls f once per process for each loss of Redis's state it
+// notices or learns of (see StateLoss). f runs on the deciding goroutine
+// and must not block.
+func WithObserver(f func(StateLoss)) Option {
+	return func(s *Store) { s.observe = f }
+}
+
+// WithLogger logs each loss of Redis's state the Store notices or learns
+// of, at level Warn (nothing is logged by default).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) { s.log = l }
+}
+
+// marker is an epoch marker as the scripts write it: "<id> <sec> <ns>
+// <lost>", the marker's ID, the caller's instant when it was written, and
+// 1 once a process noticed that it replaced a lost one.
+type marker struct {
+	raw      string
+	since    int64 // the instant it was written
+	lost     bool
+	parsedOK bool
+}
+
+func parseMarker(raw string) marker {
+	m := marker{raw: raw}
+	f := strings.Fields(raw)
+	if len(f) != 4 {
+		return m
+	}
+	sec, err1 := strconv.ParseInt(f[1], 10, 64)
+	nsec, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || (f[3] != "0" && f[3] != "1") {
+		return m
+	}
+	if sec < 0 || sec > math.MaxInt64/1_000_000_000-1 {
+		return m
+	}
+	m.since = sec*1e9 + nsec
+	m.lost = f[3] == "1"
+	m.parsedOK = true
+	return m
+}
+
+// markers remembers the epoch marker last seen per key (business number or
+// budget).
+type markers struct {
+	mu sync.RWMutex
+	m  map[string]marker
+}
+
+func (ms *markers) get(key string) marker {
+	ms.mu.RLock()
+	m := ms.m[key]
+	ms.mu.RUnlock()
+	return m
+}
+
+// markerKey is the epoch marker of key's hash slot.
+func (s *Store) markerKey(key string) string { return s.prefix + "{" + key + "}:m" }
+
+// learn records raw as key's marker, as a script answered it, and reports
+// a loss the first time this process sees its marker marked lost.
+func (s *Store) learn(key, raw string, noticed bool) marker {
+	m := parseMarker(raw)
+	s.markers.mu.Lock()
+	if s.markers.m == nil {
+		s.markers.m = make(map[string]marker)
+	}
+	old := s.markers.m[key]
+	s.markers.m[key] = m
+	s.markers.mu.Unlock()
+	if m.lost && (!old.lost || old.since != m.since) {
+		s.report(StateLoss{Key: key, Since: time.Unix(0, m.since),
+			Until: time.Unix(0, sat.Add(m.since, int64(s.lostDebt))), Noticed: noticed && old.raw != ""})
+	}
+	return m
+}
+
+func (s *Store) report(ev StateLoss) {
+	if s.observe != nil {
+		s.observe(ev)
+	}
+	if s.log != nil && s.log.Enabled(context.Background(), slog.LevelWarn) {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: redis lost the limits' state; pairs it no longer holds are treated as owing",
+			slog.String("key", ev.Key), slog.Time("since", ev.Since), slog.Time("until", ev.Until), slog.Bool("noticed", ev.Noticed))
+	}
+}
+
+// quarantine returns, for a marker marked lost, the instant until which a
+// pair Redis holds no state for is treated as owing (after is added to the
+// marker's instant), as seconds and nanoseconds for a script ("z" for
+// none). The nanoseconds may exceed 1e9.
+func (m marker) quarantine(after time.Duration) (sec, nsec any, until int64) {
+	if !m.lost {
+		return "z", 0, 0
+	}
+	s, n := secNs(m.since)
+	return s, n + int64(after), sat.Add(m.since, int64(after))
+}
+
+// shadow is a Store's bounded memory of the debts its own reservations
+// left: per pair, the Due its latest reservation set. A give-back made in
+// Redis sets it back to the Due the ticket found (which Redis had computed
+// with this floor, so it holds this process's earlier debts). Entries go
+// once their Due is KeepAfterDue past; beyond shadowMax entries in a
+// shard, the earliest debts go first. Safe for concurrent use.
+type shadow struct {
+	shards [shadowShards]shadowShard
+}
+
+const (
+	shadowShards = 64
+	shadowMax    = 1 << 14 // per shard: about a million pairs in all
+)
+
+type shadowShard struct {
+	mu sync.Mutex
+	m  map[pairlimit.Pair]int64 // the Due; protected by mu
+	n  int                      // writes since the last sweep; protected by mu
+}
+
+var shadowSeed = maphash.MakeSeed()
+
+func (sw *shadow) shard(p pairlimit.Pair) *shadowShard {
+	return &sw.shards[maphash.Comparable(shadowSeed, p)%shadowShards]
+}
+
+// floor returns the Due this process's own reservations left p, or 0.
+func (sw *shadow) floor(p pairlimit.Pair) int64 {
+	sh := sw.shard(p)
+	sh.mu.Lock()
+	d := sh.m[p]
+	sh.mu.Unlock()
+	return d
+}
+
+// reserved records that this process's reservation tk left p owing until
+// tk.End; now is an instant the caller knows to be past.
+func (sw *shadow) reserved(p pairlimit.Pair, tk pairlimit.Ticket, now int64) {
+	sh := sw.shard(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m == nil {
+		sh.m = make(map[pairlimit.Pair]int64)
+	}
+	if tk.End > sh.m[p] {
+		sh.m[p] = tk.End
+	}
+	if sh.n++; sh.n >= shadowMax/4 || len(sh.m) > shadowMax {
+		sh.n = 0
+		sh.sweep(now)
+	}
+}
+
+// givingBack lowers p's Due to the one tk found, before tk is given back
+// in Redis, if tk's reservation set it and none of this process's has
+// raised it since, and reports whether it did. It lowers first so that a
+// reservation racing the give-back is not lifted to the debt being given
+// back (Redis decides it on its state, which holds tk until the give-back).
+func (sw *shadow) givingBack(p pairlimit.Pair, tk pairlimit.Ticket) bool {
+	sh := sw.shard(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	d, ok := sh.m[p]
+	if !ok || d != tk.End {
+		return false
+	}
+	if tk.PrevDue > 0 {
+		sh.m[p] = tk.PrevDue
+	} else {
+		delete(sh.m, p)
+	}
+	return true
+}
+
+// notGivenBack undoes givingBack when Redis did not give tk back.
+func (sw *shadow) notGivenBack(p pairlimit.Pair, tk pairlimit.Ticket) {
+	sh := sw.shard(p)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[pairlimit.Pair]int64)
+	}
+	if tk.End > sh.m[p] {
+		sh.m[p] = tk.End
+	}
+	sh.mu.Unlock()
+}
+
+// sweep drops the debts repaid KeepAfterDue before now and, if the shard
+// is still over its bound, the earliest ones. Called with sh.mu held.
+func (sh *shadowShard) sweep(now int64) {
+	limit := sat.Sub(now, int64(pairlimit.KeepAfterDue))
+	for p, d := range sh.m {
+		if d <= limit {
+			delete(sh.m, p)
+		}
+	}
+	if len(sh.m) <= shadowMax*3/4 {
+		return
+	}
+	dues := make([]int64, 0, len(sh.m))
+	for _, d := range sh.m {
+		dues = append(dues, d)
+	}
+	slices.Sort(dues)
+	cut := dues[len(dues)-shadowMax*3/4]
+	for p, d := range sh.m {
+		if d < cut {
+			delete(sh.m, p)
+		}
+	}
+}
