@@ -271,3 +271,58 @@ func TestLateAfterTheCheckShiftsTheNext(t *testing.T) {
 		}
 	})
 }
+
+// TestPairRefusalBurstKeepsTheNumberFlowing: 131056 for ten recipients at
+// once (a burst across pairs) holds each of those pairs 4^0 = 1 s before
+// its retry; the number keeps sending to everyone else at its rate.
+func TestPairRefusalBurstKeepsTheNumberFlowing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(throughput.Default))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := func(g, i int) string { return fmt.Sprintf("+2376%04d%04d", g, i) }
+		var fails []cloudapitest.Failure
+		for g := range 10 {
+			fails = append(fails, cloudapitest.Failure{To: to(g, 3), Code: errcodes.PairRateLimit})
+		}
+		srv.Script(fails...)
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Go(func() {
+				for i := range 8 {
+					if _, err := c.Send(t.Context(), number, cloudapi.Text(to(g, i), "x")); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		refused := map[string]time.Time{}
+		var accepted []time.Time
+		for _, r := range srv.Requests() {
+			switch {
+			case r.Code == errcodes.PairRateLimit:
+				refused[r.To] = r.At
+			case r.Accepted:
+				accepted = append(accepted, r.At)
+				if at, ok := refused[r.To]; ok && r.At.Sub(at) < time.Second {
+					t.Errorf("pair %s retried %v after its 131056, want 4^0 = 1 s", r.To, r.At.Sub(at))
+				}
+			}
+		}
+		if len(refused) != 10 {
+			t.Fatalf("%d pairs refused, want the 10 scripted", len(refused))
+		}
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429", n)
+		}
+		// 512 messages at 79/s: the number never stopped for the pairs.
+		took := accepted[len(accepted)-1].Sub(accepted[0]).Seconds()
+		if want := 511.0/79 + 0.5; took > want {
+			t.Errorf("512 messages took %.2f s, want at most %.2f s: the number waited for the pairs", took, want)
+		}
+	})
+}
