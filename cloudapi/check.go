@@ -63,14 +63,15 @@ type attemptResult struct {
 	paced  bool            // the write-time check ended the request (err says why)
 }
 
-// post makes one request for body and classifies the answer. With a gate
-// g, the body runs the write-time check (see pace.go) and the send's
-// lateness is reported to the number's limiter.
-func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte, g *gate) attemptResult {
+// post makes one request for body to from's endpoint (endpointMessages or
+// endpointMarketing) and classifies the answer. With a gate g, the body
+// runs the write-time check (see pace.go) and the send's lateness is
+// reported to the number's limiter.
+func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, body []byte, g *gate) attemptResult {
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, body, g)
+	req, err := c.newRequest(ctx, from, endpoint, body, g)
 	if err != nil {
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
@@ -137,14 +138,15 @@ func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte, 
 	return attemptResult{state: StateAccepted, result: r}
 }
 
-// newRequest builds the POST of body to from's /messages endpoint, with
-// the token in the Authorization header only.
-func (c *Client) newRequest(ctx context.Context, from string, body []byte, g *gate) (*http.Request, error) {
+// newRequest builds the POST of body to from's endpoint, with the token in
+// the Authorization header only. With a gate g the body runs the
+// write-time check.
+func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []byte, g *gate) (*http.Request, error) {
 	var r io.Reader
 	if g == nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/messages", r)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/"+endpoint, r)
 	if err != nil {
 		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
 	}

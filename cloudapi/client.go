@@ -53,6 +53,7 @@ type Client struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	observer   func(Event)
+	hooks      Hooks // WithHooks, or nil
 	pairs      *pairlimit.Limiter
 	tier       *throughput.Tier
 	budget     *throughput.Budget
@@ -67,6 +68,8 @@ type Client struct {
 	idemKeys   int
 	idemAge    time.Duration
 	idem       *idemMemory
+	wabaID     string             // with WithTemplateCategories: the account of the Client's numbers
+	categories TemplateCategories // with WithTemplateCategories: where templates' categories are read
 
 	mu      sync.Mutex                     // protects numbers
 	numbers map[string]*throughput.Limiter // by phone number ID

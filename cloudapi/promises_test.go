@@ -134,7 +134,9 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			{"image without media", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "image"})), "template.components[0].parameters[0].image"},
 			{"two fields", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.Parameter{Type: "text", Text: "a", Payload: "b"})), "template.components[0].parameters[0]"},
 			// Issue 16: parameters the package cannot express are rejected, not sent empty.
-			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].sub_type"},
+			// Issue 22 made flow buttons expressible (FlowButton): an empty
+			// action is still rejected, not sent empty.
+			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].parameters[0].action"},
 			{"location header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "location"})), "template.components[0].parameters[0].type"},
 			{"limited-time offer without expiry", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].parameters[0].limited_time_offer.expiration_time_ms"},
 			{"carousel without cards", cloudapi.Template(alice, "t", "en", cloudapi.Carousel()), "template.components[0].cards"},

@@ -39,6 +39,23 @@ type Result struct {
 	SentAt time.Time
 }
 
+// Values of Result.MessageStatus.
+const (
+	// MessageStatusAccepted: Meta accepted the message for delivery.
+	MessageStatusAccepted = "accepted"
+	// MessageStatusHeld: Meta accepted a marketing template but holds it
+	// while it assesses the campaign's quality (business portfolio
+	// pacing). It is sent later, or dropped: then a "failed" status
+	// webhook with 132015 reports it. Either way the request succeeded and
+	// must not be resent.
+	MessageStatusHeld = "held_for_quality_assessment"
+)
+
+// Held reports whether Meta holds the message for business portfolio
+// pacing (MessageStatus held_for_quality_assessment): its outcome comes by
+// status webhook.
+func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStatusHeld }
+
 // Send sends m from business number from (its phone number ID) and returns
 // Meta's answer. It is SendBurst with one message.
 //
@@ -95,7 +112,7 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 	for i, m := range msgs {
 		if m.IdempotencyKey != "" {
 			given, at = append(given, s.keys[i]), append(at, i)
-			prints = append(prints, fingerprint(s.fromID, s.bodies[i]))
+			prints = append(prints, fingerprint(s.fromID, s.printBody(i)))
 		}
 	}
 	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
@@ -107,7 +124,13 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 		results[at[j]], err = duplicate(given[j], first)
 		return results, err
 	}
+	if c.hooks != nil {
+		s.ctx = c.hooks.SendStart(s.ctx, from, len(msgs))
+	}
 	err = s.run()
+	if c.hooks != nil {
+		c.hooks.SendEnd(s.ctx, from, s.states, err)
+	}
 	s.remember(err)
 	return s.results, err
 }
@@ -124,7 +147,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		return nil, err
 	}
 	s := &sending{c: c, ctx: ctx, from: from, fromID: fromID, msgs: msgs,
-		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
+		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
 		var ve *ValidationError
@@ -149,7 +172,10 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		if s.keys[i] == "" {
 			s.keys[i] = c.newKey()
 		}
-		if s.bodies[i], err = m.encode(to, s.keys[i]); err != nil {
+		if s.endpoints[i], err = c.endpoint(ctx, m); err != nil {
+			return nil, err
+		}
+		if s.bodies[i], err = m.encodeFor(to, s.keys[i], s.endpoints[i] == endpointMarketing); err != nil {
 			return nil, bubble(i, err)
 		}
 	}
@@ -196,23 +222,28 @@ func deadlineOf(ctx context.Context, msgs []Message, now time.Time) time.Time {
 
 // sending is one SendBurst in progress.
 type sending struct {
-	c        *Client
-	ctx      context.Context
-	from     string
-	fromID   uint64          // from, parsed
-	to       phone.Recipient // zero for MarkRead
-	pair     pairlimit.Pair  // zero for MarkRead
-	msgs     []Message
-	keys     []string
-	bodies   [][]byte
-	results  []*Result
-	attempts []int
-	states   []SendState // each message's state once it has one
-	deadline time.Time
-	refusals int                        // consecutive refusals of the current message
-	last     errcodes.Code              // the last refusal's code, or 0
-	lastErr  *errcodes.Error            // the last refusal
-	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
+	c      *Client
+	ctx    context.Context
+	from   string
+	fromID uint64          // from, parsed
+	to     phone.Recipient // zero for MarkRead
+	pair   pairlimit.Pair  // zero for MarkRead
+	msgs   []Message
+	keys   []string
+	bodies [][]byte
+	// endpoints[i] is where msgs[i] is posted (endpointMessages or
+	// endpointMarketing): decided by prepare, and again by route when it
+	// is posted.
+	endpoints []string
+	results   []*Result
+	attempts  []int
+	states    []SendState // each message's state once it has one
+	deadline  time.Time
+	refusals  int                        // consecutive refusals of the current message
+	last      errcodes.Code              // the last refusal's code, or 0
+	lastErr   *errcodes.Error            // the last refusal
+	hold      holdNote                   // which limit held the current attempt, for Event.Held
+	who       *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
 // run sends the messages in order as one burst; after a refusal, the
@@ -247,6 +278,7 @@ func (s *sending) run() error {
 func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, err error) {
 	c := s.c
 	start := c.clock.Now()
+	s.hold = holdNote{}
 	a, err := s.admit(i, n, notBefore)
 	if err != nil {
 		return 0, false, err
@@ -259,9 +291,16 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			s.states[idx] = StateNotSubmitted
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
+		endpoint, body, err := s.route(idx)
+		if err != nil {
+			a.settle(c.clock.Now(), k, k)
+			s.states[idx] = StateNotSubmitted
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
+		}
 		s.attempts[idx]++
+		posted := c.clock.Now()
 		g := &gate{s: s, a: a, k: k, num: num}
-		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx], g)
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
 		if out.paced { // the write-time check gave up: nothing left
 			a.settle(at, k, k)
@@ -273,6 +312,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: out.err}
 		}
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
+			Held: s.hold.by(a.slots[k].at), Duration: at.Sub(wroteAt(g, posted)),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
 		switch out.state {

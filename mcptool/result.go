@@ -258,6 +258,9 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 	case errors.As(err, &ve):
 		return failure(CodeInvalidMessage, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
 			fmt.Sprintf("Not sent: the message is invalid (%s: %s). Fix it before sending again.", ve.Field, ve.Reason))
+	case errors.Is(err, cloudapi.ErrUnknownCategory):
+		return failure(CodeInvalidMessage, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
+			"Not sent: this template's category is unknown, so it cannot be routed (marketing templates go to the Marketing Messages API). Give its category, or refresh the template list.")
 	case errors.Is(err, errLaneFull):
 		return failure(CodeQueueFull, 0, true, retryAfterOf(err), expires, cloudapi.StateNotSubmitted, key, op,
 			"Not queued: this recipient already has as many messages waiting as the outbox allows. Nothing was sent; wait for them to go, or tell the user.")

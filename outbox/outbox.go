@@ -233,6 +233,14 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	last_inbound INTEGER NOT NULL,
 	PRIMARY KEY (sender, recipient)
 );
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
+);
 CREATE TRIGGER IF NOT EXISTS outbox_items_inserted AFTER INSERT ON outbox_items BEGIN
 	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
 END;
@@ -286,6 +294,14 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	last_inbound BIGINT NOT NULL,
 	PRIMARY KEY (sender, recipient)
 );
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
+);
 CREATE OR REPLACE FUNCTION outbox_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF TG_OP = 'INSERT' OR NEW.state <> OLD.state THEN
@@ -314,10 +330,15 @@ func (o *Outbox) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, schemaPostgres); err != nil {
 			return err
 		}
+		if err := o.migrateTrace(ctx, tx); err != nil {
+			return err
+		}
 		return tx.Commit()
 	}
-	_, err := o.db.ExecContext(ctx, schemaSQLite)
-	return err
+	if _, err := o.db.ExecContext(ctx, schemaSQLite); err != nil {
+		return err
+	}
+	return o.migrateTrace(ctx, o.db)
 }
 
 // q rewrites ? placeholders as $1, $2, ... for Postgres.

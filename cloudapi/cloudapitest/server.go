@@ -1,7 +1,10 @@
 // Package cloudapitest is a fake WhatsApp Cloud API for tests: it serves
-// /{version}/{phone-number-id}/messages with Meta's JSON for success and
-// errors and enforces its own reading of Meta's limits, so that a sender can
-// be tested offline, on simulated time.
+// /{version}/{phone-number-id}/messages and /marketing_messages (the
+// Marketing Messages API, which shares the number's throughput and the pair
+// rule) with Meta's JSON for success and errors, lists the templates it is
+// given (WithTemplate) at /{version}/{waba-id}/message_templates, and
+// enforces its own reading of Meta's limits, so that a sender can be tested
+// offline, on simulated time.
 //
 // The fake implements the rules itself (it does not import pairlimit or
 // throughput), so the library and the fake check each other:
@@ -103,6 +106,9 @@ func WithPairRule(interval time.Duration, burst int, window time.Duration) Optio
 type Request struct {
 	// At is the instant the server handled it.
 	At time.Time
+	// Path is the request's URL path, such as
+	// "/v26.0/106540352242922/marketing_messages".
+	Path string
 	// PhoneNumberID is the business number in the path.
 	PhoneNumberID string
 	// To is the recipient: a phone number's digits, or the business-scoped
@@ -181,6 +187,11 @@ type Server struct {
 	hung     map[net.Conn]struct{} // connections a hang holds open
 	media    map[string]mediaAsset // uploads by media ID
 	mediaSeq int
+	// templates, with WithTemplate, are the templates the server knows;
+	// nil accepts every template name.
+	templates     map[templateKey]*fakeTemplate
+	templateCalls int                  // message_templates requests answered
+	held          map[string]*heldRule // by template name: business portfolio pacing
 }
 
 type scripted struct {
@@ -316,7 +327,7 @@ func (s *Server) Accepted() int {
 	return n
 }
 
-var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/messages$`)
+var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/(messages|marketing_messages)$`)
 
 // ServeHTTP answers one request as the Cloud API would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -369,10 +380,13 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	if w, ok := s.handleMedia(r); ok {
 		return w, nil
 	}
+	if w, ok := s.handleTemplates(r); ok {
+		return w, nil
+	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
 	now := s.clock.Now()
-	req := Request{At: now}
+	req := Request{At: now, Path: r.URL.Path}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
 	req.Body = body
 	s.mu.Lock()
@@ -388,7 +402,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPost || m == nil {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages")
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages or /marketing_messages")
 		return w, nil
 	}
 	req.PhoneNumberID = m[2]
@@ -409,7 +423,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		answer(http.StatusBadRequest, errcodes.MissingParameter, "messaging_product must be whatsapp")
 		return w, nil
 	}
-	if str(msg["status"]) == "read" {
+	if str(msg["status"]) == "read" && m[3] == "messages" {
 		req.Type = "read"
 		if str(msg["message_id"]) == "" {
 			answer(http.StatusBadRequest, errcodes.MissingParameter, "message_id is required")
@@ -447,6 +461,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	if details := checkContent(req.Type, msg[req.Type]); details != "" {
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
+		return w, nil
+	}
+	if status, code, details := s.checkTemplate(m[3], msg, req.Type); code != 0 {
+		answer(status, code, details)
 		return w, nil
 	}
 
@@ -500,7 +518,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
-		mm["message_status"] = "accepted"
+		mm["message_status"] = s.messageStatus(msg)
 	}
 	resp["messages"] = []map[string]string{mm}
 	_ = json.NewEncoder(w).Encode(resp)

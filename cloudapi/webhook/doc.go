@@ -31,9 +31,10 @@
 // with [Change] values per field. A change of field "messages" carries a
 // [Value] with [Message] and [Status] items, the business number
 // ([Metadata]) and the [Contact] list; other fields have their own types
-// ([TemplateStatusUpdate], [QualityUpdate], [CapabilityUpdate],
-// [AccountUpdate], [UserPreference]) or stay raw in [Change].Raw. The
-// callbacks receive each item with its [Event]: where it came from.
+// ([TemplateStatusUpdate], [TemplateCategoryUpdate], [QualityUpdate],
+// [CapabilityUpdate], [AccountUpdate], [UserPreference]) or stay raw in
+// [Change].Raw. The callbacks receive each item with its [Event]: where it
+// came from, and when (the entry's time).
 //
 // Decoding is lenient and lossless. A number where Meta documents a numeric
 // string is accepted; a field that does not fit its Go type is kept raw in
