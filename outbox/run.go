@@ -835,27 +835,21 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 			return e, false, err
 		}
 	}
-	// Known waits: the pair's debt or hold, the number's hold. The lane
-	// waits on the clock holding no send.
+	// Known waits: the Client's read-only admission query (the pair's debt
+	// or hold, the number's hold, the call budget's), asked of the limits
+	// the send will meet. The lane waits on the clock holding no send. A
+	// store error is left to the send, which fails closed on it.
 	if !it.pair.IsZero() {
 		r.seedLane(it)
 	}
-	ready := now
-	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
-		// A read-only query: a reservation given back could leave debt
-		// behind if another one landed in between. A store error is left
-		// to the send, which fails closed on it.
-		if at, err := pairs.ReadyAt(now, it.pair, len(all)); err == nil && at.After(ready) {
-			ready = at
-		}
-	}
-	if h := r.c.Number(it.From).HeldUntil(); h.After(ready) {
-		ready = h
+	ready, code := now, errcodes.Code(0)
+	if a, err := r.c.Admission(now, it.From, it.To, len(all)); err == nil {
+		ready, code = a.At, a.Code
 	}
 	if ready.After(now) {
 		for _, b := range all {
 			if !b.ExpiresAt.IsZero() && ready.After(b.ExpiresAt) {
-				e, err := r.dropAll(ctx, tx, now, it, StateExpired, int(errcodes.PairRateLimit),
+				e, err := r.dropAll(ctx, tx, now, it, StateExpired, int(code),
 					fmt.Sprintf("its lane is held for %v, past its deadline", ready.Sub(now)))
 				return e, false, err
 			}
