@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
 )
@@ -147,34 +148,98 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 	}
 }
 
-// knownWait returns the earliest instant messages could be admitted that is
-// known without reserving anything, and the limit that sets it: the pair's
-// is asked with pairlimit's read-only ReadyAt.
-func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Time, errcodes.Hold, error) {
-	c := s.c
-	at, hold := notBefore, errcodes.HoldPair
-	if s.last != 0 {
-		hold = errcodes.Lookup(s.last).Hold
+// Admission is the Client's read-only answer to "when may these messages
+// go, and which limit holds them": see [Client.Admission].
+type Admission struct {
+	// At is the earliest instant the messages could start that is known
+	// without reserving anything: the instant asked when nothing holds
+	// them.
+	At time.Time
+	// Limit is the limit that holds them until At (errcodes.HoldNone when
+	// nothing does).
+	Limit errcodes.Hold
+	// Code is the Meta code that limit stands for: 131056 for the pair,
+	// 130429 (or the 131057 or 2494100 that holds it) for the number, 4,
+	// 613, 80007 or 80008 for the call budget; 0 when nothing holds.
+	Code errcodes.Code
+}
+
+// Admission returns when n messages sent together from business number
+// from (its phone number ID) to recipient to could start if asked at t,
+// and which limit holds them: the pair's debt or 131056 hold, the number's
+// hold after 130429, 131057 or 2494100, the call budget's hold after a
+// refused call. It reads and changes nothing, so that the Client's own
+// sends, an outbox scheduling its lanes and an agent's queue-or-reject ask
+// the same question of the same limits. An empty to (a read receipt) asks
+// about the number and the budget only. It does not include the number's
+// queue of sends already admitted, nor the messaging tier (neither can be
+// read without reserving). Errors: a *ValidationError for a bad from, to
+// or n; a store error of the pair limiter.
+func (c *Client) Admission(t time.Time, from, to string, n int) (Admission, error) {
+	fromID, err := phoneID(from)
+	if err != nil {
+		return Admission{}, err
 	}
-	if h := c.Number(s.from).HeldUntil(); h.After(at) {
-		at, hold = h, errcodes.HoldPhoneNumber
+	if n < 1 {
+		return Admission{}, invalid("messages", "count must be at least 1")
 	}
-	if h := c.budget.RefusedUntil(); h.After(at) { // its only hold that concerns sends
-		at, hold = h, errcodes.HoldApp
-		if s.last != 0 && errcodes.Lookup(s.last).Hold == errcodes.HoldWABA {
-			hold = errcodes.HoldWABA
-		}
-	}
-	if !s.pair.IsZero() && !at.After(now) {
-		ready, err := c.pairs.ReadyAt(now, s.pair, n)
+	var pair pairlimit.Pair
+	if to != "" {
+		rcpt, err := phone.ParseTo(to)
 		if err != nil {
-			return at, hold, err
+			return Admission{}, invalid("to", "not a phone number or business-scoped user ID")
 		}
-		if ready.After(now) {
-			at, hold = ready, errcodes.HoldPair
+		pair = pairlimit.PairOf(fromID, rcpt)
+	}
+	return c.admission(t, from, pair, n, time.Time{}, 0)
+}
+
+// admission is Admission for a parsed pair (zero for none), with a
+// retry's least wait notBefore and the code of the refusal it follows
+// (last, or 0), which the limit of notBefore stands for.
+func (c *Client) admission(t time.Time, from string, pair pairlimit.Pair, n int, notBefore time.Time, last errcodes.Code) (Admission, error) {
+	a := Admission{At: t}
+	hold := func(at time.Time, h errcodes.Hold, code errcodes.Code) {
+		if at.After(a.At) {
+			a.At, a.Limit, a.Code = at, h, code
 		}
 	}
-	return at, hold, nil
+	if last != 0 {
+		hold(notBefore, errcodes.Lookup(last).Hold, last)
+	} else {
+		hold(notBefore, errcodes.HoldPair, errcodes.PairRateLimit)
+	}
+	numCode := errcodes.ThroughputLimit
+	if code, ok := c.numberHolds.Load(from); ok {
+		numCode = code.(errcodes.Code) // the code of the number's latest hold
+	}
+	hold(c.Number(from).HeldUntil(), errcodes.HoldPhoneNumber, numCode)
+	if h := c.budget.RefusedUntil(); h.After(a.At) { // its only hold that concerns sends
+		code := errcodes.AppRateLimit
+		if last != 0 && errcodes.Lookup(last).Hold == errcodes.HoldWABA {
+			code = last
+		}
+		hold(h, code.Class().Hold, code)
+	}
+	if !pair.IsZero() && !a.At.After(t) {
+		ready, err := c.pairs.ReadyAt(t, pair, n)
+		if err != nil {
+			return a, err
+		}
+		hold(ready, errcodes.HoldPair, errcodes.PairRateLimit)
+	}
+	return a, nil
+}
+
+// knownWait returns the earliest instant messages could be admitted that is
+// known without reserving anything, and the limit that sets it: the
+// Client's one admission query.
+func (s *sending) knownWait(now time.Time, n int, notBefore time.Time) (time.Time, errcodes.Hold, error) {
+	a, err := s.c.admission(now, s.from, s.pair, n, notBefore, s.last)
+	if a.Limit == errcodes.HoldNone {
+		a.Limit = errcodes.HoldPair
+	}
+	return a.At, a.Limit, err
 }
 
 // notSubmitted is the error of message i when admission ends before

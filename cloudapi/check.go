@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -59,27 +60,56 @@ type attemptResult struct {
 	result *Result
 	err    error           // the cause, never wrapped in ErrSubmittedUnknown
 	gerr   *errcodes.Error // Meta's error, when it sent one
+	paced  bool            // the write-time check ended the request (err says why)
 }
 
-// post makes one request for body and classifies the answer.
-func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte) attemptResult {
+// post makes one request for body to from's endpoint (endpointMessages or
+// endpointMarketing) and classifies the answer. With a gate g, the body
+// runs the write-time check (see pace.go) and the send's lateness is
+// reported to the number's limiter.
+func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, body []byte, g *gate) attemptResult {
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, body)
+	req, err := c.newRequest(ctx, from, endpoint, body)
 	if err != nil {
 		return attemptResult{state: StateNotSubmitted, err: err}
+	}
+	if g != nil {
+		pacedRequest(req, g, body)
 	}
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
 	var traced, wrote atomic.Bool
+	var wroteAt atomic.Int64 // when the whole request was written
 	trace := &httptrace.ClientTrace{
 		GetConn:      func(string) { traced.Store(true) },
 		WroteHeaders: func() { wrote.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { traced.Store(true); wrote.Store(true) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			traced.Store(true)
+			wrote.Store(true)
+			if info.Err == nil && g != nil {
+				wroteAt.Store(c.clock.Now().UnixNano())
+			}
+		},
 	}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := c.hc.Do(req)
+	if g != nil {
+		checked, aborted := g.finish()
+		if aborted != nil && checked.IsZero() {
+			// The check refused before any byte of the body left: Meta
+			// cannot have acted on the message.
+			return attemptResult{state: StateNotSubmitted, err: aborted, paced: true}
+		}
+		if w := wroteAt.Load(); w != 0 && !checked.IsZero() {
+			wt := time.Unix(0, w)
+			g.num.ObserveSend(g.a.slots[g.k].at, checked, wt)
+			if g.k == 0 {
+				g.a.pairAfterWrite(c.pairs, wt)
+			}
+		}
+	}
 	if err != nil {
 		err = c.scrub(err)
 		if refusedBeforeWrite(err) || (traced.Load() && !wrote.Load()) {
@@ -105,10 +135,10 @@ func (c *Client) post(ctx context.Context, from string, kind Kind, body []byte) 
 	return attemptResult{state: StateAccepted, result: r}
 }
 
-// newRequest builds the POST of body to from's /messages endpoint, with
-// the token in the Authorization header only.
-func (c *Client) newRequest(ctx context.Context, from string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/messages", bytes.NewReader(body))
+// newRequest builds the POST of body to from's endpoint, with the token in
+// the Authorization header only.
+func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/"+endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
 	}

@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -66,9 +67,13 @@ type Client struct {
 	idemKeys   int
 	idemAge    time.Duration
 	idem       *idemMemory
+	wabaID     string             // with WithTemplateCategories: the account of the Client's numbers
+	categories TemplateCategories // with WithTemplateCategories: where templates' categories are read
 
 	mu      sync.Mutex                     // protects numbers
 	numbers map[string]*throughput.Limiter // by phone number ID
+
+	numberHolds sync.Map // phone number ID -> the errcodes.Code of its latest hold, for Admission
 }
 
 // credential holds the access token.
@@ -326,7 +331,13 @@ func New(token string, opts ...Option) (*Client, error) {
 // Number returns the throughput limiter of business number phoneNumberID,
 // creating it on first use, so that callers can change its rate after an
 // upgrade (SetMPSAt) or inspect its holds.
+//
+// On a Client not made by New it returns a new limiter at the default rate,
+// tied to nothing.
 func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
+	if c.usable(context.Background()) != nil {
+		return throughput.New(throughput.Default)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, ok := c.numbers[phoneNumberID]
@@ -344,11 +355,27 @@ func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
 // String describes the client without its token, so that printing a
 // Client (with %v, %+v or %s) never reveals it.
 func (c *Client) String() string {
+	if c == nil {
+		return "cloudapi.Client(nil)"
+	}
 	return "cloudapi.Client{base: " + c.baseURL + ", version: " + c.version + ", token: [redacted]}"
 }
 
 // GoString is String, for %#v.
 func (c *Client) GoString() string { return c.String() }
+
+// usable returns ErrZeroClient for a Client not made by New, and an error
+// for a nil ctx: the checks every exported method makes before anything
+// else.
+func (c *Client) usable(ctx context.Context) error {
+	if c == nil || c.idem == nil {
+		return ErrZeroClient
+	}
+	if ctx == nil {
+		return invalid("ctx", "nil Context")
+	}
+	return nil
+}
 
 func randomKey() string {
 	b := make([]byte, 16)

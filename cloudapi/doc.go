@@ -27,6 +27,15 @@
 // and errcodes' table. [Client.SendBurst] sends a multi-bubble reply as one
 // burst of the pair.
 //
+// A template goes to /marketing_messages when its latest category is
+// marketing, to /messages otherwise (Meta's "Route template messages by
+// category"): the category comes from [Message].Category or from the
+// registry given to [WithTemplateCategories] ([TemplateRegistry], filled by
+// [Client.ListTemplates] and kept current from template_category_update
+// webhooks), read again when the request is written. Both endpoints share
+// every limit; a template nobody can place fails with [ErrUnknownCategory]
+// before anything is spent.
+//
 // # Retries
 //
 // Only answers that prove Meta refused the message for a limit the Client

@@ -54,6 +54,18 @@ var ErrSubmittedUnknown = errors.New("cloudapi: submitted, outcome unknown")
 // they may be sent again; Client.Forget forgets a key on purpose.
 var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 
+// ErrZeroClient is returned by the methods of a Client not made by New
+// (the zero Client, or a nil one): it has no token, limits or memory of
+// keys, so it sends nothing.
+var ErrZeroClient = errors.New("cloudapi: Client not made by New")
+
+// ErrIdempotencyConflict is matched by the error of a send whose
+// idempotency key the Client remembers for another message (another sender
+// or recipient, other content): a key names one message, so no request is
+// made and the message is in StateNotSubmitted. The same message again is
+// a duplicate (ErrDuplicate), answered with the first send's outcome.
+var ErrIdempotencyConflict = errors.New("cloudapi: idempotency key already used for another message")
+
 // BackpressureError reports that a message could not be sent before its
 // freshness deadline (or the context's deadline) because a limit would make
 // it wait too long. Every reservation was given back and nothing was sent:

@@ -1,7 +1,10 @@
 package cloudapi
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -41,8 +44,9 @@ type idemMemory struct {
 }
 
 type idemEntry struct {
-	rec *sent // nil while the send is in progress
-	seq uint64
+	rec   *sent // nil while the send is in progress
+	seq   uint64
+	print string // the message's fingerprint: a key names one message
 }
 
 type ringItem struct {
@@ -66,36 +70,44 @@ func (im *idemMemory) pop() {
 	im.n--
 }
 
-// claim marks keys as in progress at now. It returns ok == false, claiming
-// nothing, when one of them is already remembered: then first is that
-// key's record (nil while its send is in progress) and dup its index.
-func (im *idemMemory) claim(now time.Time, keys []string) (dup int, first *sent, ok bool) {
+// claim marks keys as in progress at now, for the messages whose
+// fingerprints are prints (nil: not checked). It returns ok == false,
+// claiming nothing, when one of them is already remembered: then dup is
+// its index and, if that key names another message, conflict is set;
+// otherwise first is the key's record (nil while its send is in progress).
+func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, first *sent, conflict, ok bool) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	im.expire(now.UnixNano())
+	printOf := func(i int) string {
+		if prints == nil {
+			return ""
+		}
+		return prints[i]
+	}
 	for i, k := range keys {
 		if e, seen := im.m[k]; seen {
 			if e.rec == nil || now.UnixNano()-e.rec.at < int64(im.age) {
-				return i, e.rec, false
+				return i, e.rec, e.print != printOf(i), false
 			}
 			delete(im.m, k) // aged out behind an older send still in progress
 		}
-		for _, prev := range keys[:i] {
+		for j, prev := range keys[:i] {
 			if prev == k {
-				return i, nil, false
+				return i, nil, printOf(j) != printOf(i), false
 			}
 		}
 	}
-	for _, k := range keys {
+	for i, k := range keys {
 		if im.n == im.max { // full: forget the oldest
 			im.pop()
 		}
 		im.seq++
 		im.order[(im.head+im.n)%im.max] = ringItem{key: k, seq: im.seq}
 		im.n++
-		im.m[k] = idemEntry{seq: im.seq}
+		im.m[k] = idemEntry{seq: im.seq, print: printOf(i)}
 	}
-	return 0, nil, true
+	return 0, nil, false, true
 }
 
 // record stores the outcome of key's send at now.
@@ -129,6 +141,21 @@ func (im *idemMemory) expire(now int64) {
 	}
 }
 
+// fingerprint names the message whose request body is body, sent from
+// the business number fromID, for the idempotency memory.
+func fingerprint(fromID uint64, body []byte) string {
+	h := sha256.New()
+	h.Write(strconv.AppendUint(nil, fromID, 10))
+	h.Write([]byte{0})
+	h.Write(body)
+	return string(h.Sum(nil)[:16])
+}
+
+// conflict is the error of a send whose key names another message.
+func conflict(key string) error {
+	return fmt.Errorf("%w: %q", ErrIdempotencyConflict, key)
+}
+
 // duplicate returns the error (and, for an accepted first send, the
 // result) of a send whose key was already sent.
 func duplicate(key string, first *sent) (*Result, error) {
@@ -142,4 +169,8 @@ func duplicate(key string, first *sent) (*Result, error) {
 // with it may be sent again: for a queue that reconciled an unknown outcome
 // as not delivered and decided to resend. A send still in progress with
 // the key is unaffected. Forget is safe for concurrent use.
-func (c *Client) Forget(key string) { c.idem.release(key) }
+func (c *Client) Forget(key string) {
+	if c != nil && c.idem != nil {
+		c.idem.release(key)
+	}
+}

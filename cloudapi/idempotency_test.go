@@ -45,7 +45,7 @@ func TestIdemMemoryModel(t *testing.T) {
 			switch op := rapid.IntRange(0, 3).Draw(t, "op"); op {
 			case 0: // claim
 				want := !remembered(k)
-				_, _, ok := im.claim(now, []string{k})
+				_, _, _, ok := im.claim(now, []string{k}, nil)
 				if ok != want {
 					t.Fatalf("claim(%s) = %v, model %v", k, ok, want)
 				}

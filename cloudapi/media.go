@@ -39,6 +39,9 @@ type MediaInfo struct {
 // asset is buffered in memory while the request is built (Meta accepts at
 // most 100 MB, for documents).
 func (c *Client) UploadMedia(ctx context.Context, from, name, mimeType string, r io.Reader) (string, error) {
+	if err := c.usable(ctx); err != nil {
+		return "", err
+	}
 	if _, err := phoneID(from); err != nil {
 		return "", err
 	}
@@ -83,6 +86,9 @@ func (c *Client) UploadMedia(ctx context.Context, from, name, mimeType string, r
 // download it from (uploaded assets, and those users send, which arrive in
 // webhooks by ID).
 func (c *Client) GetMedia(ctx context.Context, mediaID string) (*MediaInfo, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := strconv.ParseUint(mediaID, 10, 64); err != nil {
 		return nil, invalid("media_id", "must be digits")
 	}
@@ -106,6 +112,9 @@ func (c *Client) GetMedia(ctx context.Context, mediaID string) (*MediaInfo, erro
 // or the Client's base URL host; any other URL is refused, so that a URL
 // read from an untrusted place cannot collect it.
 func (c *Client) DownloadMedia(ctx context.Context, mediaURL string, w io.Writer) (int64, error) {
+	if err := c.usable(ctx); err != nil {
+		return 0, err
+	}
 	u, err := url.Parse(mediaURL)
 	if err != nil || u.Scheme != "https" && u.Scheme != "http" || !c.trustedHost(u) {
 		return 0, invalid("url", "not a media URL on one of Meta's hosts")

@@ -89,6 +89,17 @@ type Message struct {
 	// hours, so that a template to them does not count toward the messaging
 	// tier. Leave it false when unsure: the tier then errs on the safe side.
 	InServiceWindow bool
+	// ProductPolicy is the Marketing Messages API's product_policy, sent
+	// when the template goes to /marketing_messages (see
+	// WithTemplateCategories); the zero value sends none (Meta's default,
+	// PolicyCloudAPIFallback). Only templates may set it.
+	ProductPolicy ProductPolicy
+	// ActivitySharing, when not nil, is the Marketing Messages API's
+	// message_activity_sharing for this message: whether Meta may use its
+	// activity (reads, clicks) to optimise delivery, overriding the
+	// account's setting. Sent with /marketing_messages only; only
+	// templates may set it.
+	ActivitySharing *bool
 
 	to      string // as given; parsed by check
 	kind    Kind
@@ -111,7 +122,7 @@ func (m Message) Validate() error {
 	if err != nil {
 		return err
 	}
-	_, err = m.encode(to, "k")
+	_, err = m.encodeFor(to, "k", m.kind == KindTemplate && m.Category == CategoryMarketing)
 	return err
 }
 
@@ -151,6 +162,14 @@ func (m Message) check() (phone.Recipient, error) {
 	default:
 		return to, invalid("category", "unknown template category")
 	}
+	switch {
+	case m.ProductPolicy != "" && m.ProductPolicy != PolicyCloudAPIFallback && m.ProductPolicy != PolicyStrict:
+		return to, invalid("product_policy", "must be CLOUD_API_FALLBACK or STRICT")
+	case (m.ProductPolicy != "" || m.ActivitySharing != nil) && m.kind != KindTemplate:
+		return to, invalid("product_policy", "only template messages go to the Marketing Messages API")
+	case (m.ProductPolicy != "" || m.ActivitySharing != nil) && m.Category != "" && m.Category != CategoryMarketing:
+		return to, invalid("product_policy", "only marketing templates go to the Marketing Messages API")
+	}
 	if to.IsBSUID() && m.kind == KindTemplate && m.Category == CategoryAuthentication {
 		// Meta, "Business-scoped user IDs": one-tap, zero-tap and copy-code
 		// authentication templates still require a phone number (error
@@ -178,10 +197,12 @@ func (m Message) countsTowardTier() bool {
 	return m.kind == KindTemplate && !m.InServiceWindow
 }
 
-// encode returns the request's JSON body for recipient to, with
-// callbackData as biz_opaque_callback_data. A phone number goes in "to", a
-// business-scoped user ID in "recipient" (Meta, "Business-scoped user IDs").
-func (m Message) encode(to phone.Recipient, callbackData string) ([]byte, error) {
+// encodeFor returns the request's JSON body for recipient to, with
+// callbackData as biz_opaque_callback_data; marketing adds the Marketing
+// Messages API's own fields (product_policy, message_activity_sharing). A
+// phone number goes in "to", a business-scoped user ID in "recipient"
+// (Meta, "Business-scoped user IDs").
+func (m Message) encodeFor(to phone.Recipient, callbackData string, marketing bool) ([]byte, error) {
 	var (
 		b   []byte
 		err error
@@ -205,6 +226,12 @@ func (m Message) encode(to phone.Recipient, callbackData string) ([]byte, error)
 		}
 		if callbackData != "" && m.kind != KindReaction {
 			req["biz_opaque_callback_data"] = callbackData
+		}
+		if marketing && m.ProductPolicy != "" {
+			req["product_policy"] = string(m.ProductPolicy)
+		}
+		if marketing && m.ActivitySharing != nil {
+			req["message_activity_sharing"] = *m.ActivitySharing
 		}
 		b, err = json.Marshal(req)
 	}
@@ -299,8 +326,8 @@ type Offer struct {
 
 // Parameter is one template parameter. Build it with TextParam,
 // CurrencyParam, ImageParam, ... or fill it. Validate rejects the types
-// this package cannot express (a flow button's "action", a "location"
-// header) rather than send them empty.
+// this package cannot express (a "location" header) rather than send them
+// empty.
 type Parameter struct {
 	// Type is the parameter's type: "text", "currency", "date_time",
 	// "image", "document", "video", "payload" (quick-reply buttons),
@@ -322,6 +349,8 @@ type Parameter struct {
 	Video    *Media `json:"video,omitempty"`
 	// Currency is a currency parameter.
 	Currency *Currency `json:"currency,omitempty"`
+	// Action is a flow button's "action" parameter (see FlowButton).
+	Action *FlowButtonAction `json:"action,omitempty"`
 	// DateTime is a date_time parameter's object, passed through as is
 	// once Validate found it a JSON object with a fallback_value string.
 	DateTime json.RawMessage `json:"date_time,omitempty"`
@@ -461,11 +490,11 @@ func validateComponents(prefix string, components []Component, inCard bool) erro
 				return invalid(field+".index", "a button component needs an index from 0 to 9")
 			}
 			switch c.SubType {
-			case "url", "quick_reply", "copy_code":
+			case "url", "quick_reply", "copy_code", "flow":
 			case "":
 				return invalid(field+".sub_type", "a button component needs a sub_type")
 			default:
-				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code)")
+				return invalid(field+".sub_type", "button sub_type "+strconv.Quote(c.SubType)+" is not supported (url, quick_reply, copy_code, flow)")
 			}
 		case "limited_time_offer":
 			if inCard || len(c.Parameters) != 1 || c.Parameters[0].Type != "limited_time_offer" {
@@ -513,7 +542,7 @@ func validateParams(field string, c Component, maxText int) error {
 			names[p.ParameterName] = true
 		}
 		set := 0
-		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil} {
+		for _, ok := range []bool{p.Text != "", p.Payload != "", p.CouponCode != "", p.Image != nil, p.Document != nil, p.Video != nil, p.Currency != nil, p.DateTime != nil, p.Offer != nil, p.Action != nil} {
 			if ok {
 				set++
 			}
@@ -540,10 +569,12 @@ func validateParams(field string, c Component, maxText int) error {
 			if p.Offer == nil || p.Offer.ExpirationTimeMS <= 0 {
 				return invalid(pf+".limited_time_offer.expiration_time_ms", "required, in Unix milliseconds")
 			}
+		case "action":
+			err = validateFlowButtonAction(pf+".action", c, p.Action)
 		case "":
 			return invalid(pf+".type", "empty")
 		default:
-			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (flow actions and location headers cannot be expressed)")
+			return invalid(pf+".type", "parameter type "+strconv.Quote(p.Type)+" is not supported (location headers cannot be expressed)")
 		}
 		if err != nil {
 			return err
@@ -921,7 +952,7 @@ func LocationRequest(to, body string) Message {
 }
 
 // WithFooter returns m with a footer of 1 to 60 characters. Only
-// interactive messages (Buttons, List, CallToAction) have footers; for
+// interactive messages (Buttons, List, CallToAction, FlowMessage) have footers; for
 // other messages Validate reports an error.
 func (m Message) WithFooter(text string) Message {
 	p, ok := m.payload.(interactivePayload)
@@ -935,8 +966,8 @@ func (m Message) WithFooter(text string) Message {
 	return m.withErr(checkText("interactive.footer.text", text, true, 60))
 }
 
-// WithHeader returns m with a header: a text of 1 to 60 characters, or,
-// for Buttons and CallToAction only, an image, video or document (set one
+// WithHeader returns m with a header: a text of 1 to 60 characters (List,
+// FlowMessage: text only), or, for Buttons and CallToAction only, an image, video or document (set one
 // of text and media; kind is KindImage, KindVideo or KindDocument).
 func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
 	p, ok := m.payload.(interactivePayload)
@@ -950,8 +981,8 @@ func (m Message) WithHeader(text string, kind Kind, media *Media) Message {
 		p.Header = map[string]any{"type": "text", "text": text}
 		m.payload = p
 		return m.withErr(checkText("interactive.header.text", text, true, 60))
-	case p.Type == "list":
-		return m.withErr(invalid("interactive.header", "a list message's header is text only"))
+	case p.Type == "list" || p.Type == "flow":
+		return m.withErr(invalid("interactive.header", "a list or flow message's header is text only"))
 	case kind != KindImage && kind != KindVideo && kind != KindDocument:
 		return m.withErr(invalid("interactive.header.type", "must be image, video or document"))
 	}

@@ -17,6 +17,8 @@ type messageJSON struct {
 	ReplyTo         string          `json:"reply_to,omitempty"`
 	Category        Category        `json:"category,omitempty"`
 	InServiceWindow bool            `json:"in_service_window,omitempty"`
+	ProductPolicy   ProductPolicy   `json:"product_policy,omitempty"`
+	ActivitySharing *bool           `json:"message_activity_sharing,omitempty"`
 }
 
 // knownKinds are the kinds UnmarshalJSON accepts.
@@ -38,7 +40,8 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	j := messageJSON{Kind: m.kind, To: m.to, Payload: payload, TargetID: m.msgID,
-		IdempotencyKey: m.IdempotencyKey, ReplyTo: m.ReplyTo, Category: m.Category, InServiceWindow: m.InServiceWindow}
+		IdempotencyKey: m.IdempotencyKey, ReplyTo: m.ReplyTo, Category: m.Category, InServiceWindow: m.InServiceWindow,
+		ProductPolicy: m.ProductPolicy, ActivitySharing: m.ActivitySharing}
 	if !m.ExpiresAt.IsZero() {
 		t := m.ExpiresAt
 		j.ExpiresAt = &t
@@ -61,7 +64,8 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return invalid(string(j.Kind), "content must be a JSON object")
 	}
 	out := Message{kind: j.Kind, to: j.To, payload: j.Payload, msgID: j.TargetID,
-		IdempotencyKey: j.IdempotencyKey, ReplyTo: j.ReplyTo, Category: j.Category, InServiceWindow: j.InServiceWindow}
+		IdempotencyKey: j.IdempotencyKey, ReplyTo: j.ReplyTo, Category: j.Category, InServiceWindow: j.InServiceWindow,
+		ProductPolicy: j.ProductPolicy, ActivitySharing: j.ActivitySharing}
 	if j.ExpiresAt != nil {
 		out.ExpiresAt = *j.ExpiresAt
 	}

@@ -134,7 +134,9 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 			{"image without media", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "image"})), "template.components[0].parameters[0].image"},
 			{"two fields", cloudapi.Template(alice, "t", "en", cloudapi.Body(cloudapi.Parameter{Type: "text", Text: "a", Payload: "b"})), "template.components[0].parameters[0]"},
 			// Issue 16: parameters the package cannot express are rejected, not sent empty.
-			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].sub_type"},
+			// Issue 22 made flow buttons expressible (FlowButton): an empty
+			// action is still rejected, not sent empty.
+			{"flow action", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "button", SubType: "flow", Index: &idx, Parameters: []cloudapi.Parameter{{Type: "action"}}}), "template.components[0].parameters[0].action"},
 			{"location header", cloudapi.Template(alice, "t", "en", cloudapi.Header(cloudapi.Parameter{Type: "location"})), "template.components[0].parameters[0].type"},
 			{"limited-time offer without expiry", cloudapi.Template(alice, "t", "en", cloudapi.Component{Type: "limited_time_offer", Parameters: []cloudapi.Parameter{{Type: "limited_time_offer"}}}), "template.components[0].parameters[0].limited_time_offer.expiration_time_ms"},
 			{"carousel without cards", cloudapi.Template(alice, "t", "en", cloudapi.Carousel()), "template.components[0].cards"},
@@ -278,9 +280,13 @@ func TestDuplicateKeyMakesNoRequest(t *testing.T) {
 		if _, err := h.c.Send(t.Context(), number, unknown); !errors.Is(err, cloudapi.ErrDuplicate) || !errors.Is(err, cloudapi.ErrSubmittedUnknown) {
 			t.Errorf("duplicate of an unknown send = %v", err)
 		}
-		// Keys repeated inside one burst are duplicates too.
-		if _, err := h.c.SendBurst(t.Context(), number, withKey(cloudapi.Text(alice, "a"), "b-1"), withKey(cloudapi.Text(alice, "b"), "b-1")); !errors.Is(err, cloudapi.ErrDuplicate) {
+		// Keys repeated inside one burst are duplicates too (or, for
+		// bubbles with other content, conflicts).
+		if _, err := h.c.SendBurst(t.Context(), number, withKey(cloudapi.Text(alice, "a"), "b-1"), withKey(cloudapi.Text(alice, "a"), "b-1")); !errors.Is(err, cloudapi.ErrDuplicate) {
 			t.Errorf("repeated key in a burst = %v", err)
+		}
+		if _, err := h.c.SendBurst(t.Context(), number, withKey(cloudapi.Text(alice, "a"), "b-1"), withKey(cloudapi.Text(alice, "b"), "b-1")); !errors.Is(err, cloudapi.ErrIdempotencyConflict) {
+			t.Errorf("repeated key in a burst, other content = %v", err)
 		}
 		if n := len(h.srv.Requests()); n != 3 {
 			t.Errorf("%d requests, want 3 (one per key)", n)
@@ -292,7 +298,7 @@ func TestIdempotencyMemoryIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil, cloudapi.WithIdempotencyMemory(2, time.Hour))
 		send := func(key string) error {
-			_, err := h.c.Send(t.Context(), number, withKey(cloudapi.Text(fmt.Sprintf("+23769100%04d", len(h.srv.Requests())), "x"), key))
+			_, err := h.c.Send(t.Context(), number, withKey(cloudapi.Text(fmt.Sprintf("+23769100%04d", int(key[0])), "x"), key))
 			return err
 		}
 		for _, k := range []string{"a", "b", "c"} {

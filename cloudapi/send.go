@@ -39,6 +39,23 @@ type Result struct {
 	SentAt time.Time
 }
 
+// Values of Result.MessageStatus.
+const (
+	// MessageStatusAccepted: Meta accepted the message for delivery.
+	MessageStatusAccepted = "accepted"
+	// MessageStatusHeld: Meta accepted a marketing template but holds it
+	// while it assesses the campaign's quality (business portfolio
+	// pacing). It is sent later, or dropped: then a "failed" status
+	// webhook with 132015 reports it. Either way the request succeeded and
+	// must not be resent.
+	MessageStatusHeld = "held_for_quality_assessment"
+)
+
+// Held reports whether Meta holds the message for business portfolio
+// pacing (MessageStatus held_for_quality_assessment): its outcome comes by
+// status webhook.
+func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStatusHeld }
+
 // Send sends m from business number from (its phone number ID) and returns
 // Meta's answer. It is SendBurst with one message.
 //
@@ -82,19 +99,26 @@ func (c *Client) Send(ctx context.Context, from string, m Message) (*Result, err
 // in it. The results have one entry per message, nil for those not
 // accepted.
 func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([]*Result, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
 	s, err := c.prepare(ctx, from, msgs)
 	if err != nil {
 		return nil, err
 	}
 	// Only the caller's keys are remembered: a generated key is new.
-	var given []string
+	var given, prints []string
 	var at []int // given[j] is the key of msgs[at[j]]
 	for i, m := range msgs {
 		if m.IdempotencyKey != "" {
 			given, at = append(given, s.keys[i]), append(at, i)
+			prints = append(prints, fingerprint(s.fromID, s.printBody(i)))
 		}
 	}
-	if j, first, ok := c.idem.claim(c.clock.Now(), given); !ok {
+	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
+		if conflicting {
+			return make([]*Result, len(msgs)), conflict(given[j])
+		}
 		results := make([]*Result, len(msgs))
 		var err error
 		results[at[j]], err = duplicate(given[j], first)
@@ -116,8 +140,8 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 	if err != nil {
 		return nil, err
 	}
-	s := &sending{c: c, ctx: ctx, from: from, msgs: msgs,
-		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)),
+	s := &sending{c: c, ctx: ctx, from: from, fromID: fromID, msgs: msgs,
+		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
 		var ve *ValidationError
@@ -142,7 +166,10 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		if s.keys[i] == "" {
 			s.keys[i] = c.newKey()
 		}
-		if s.bodies[i], err = m.encode(to, s.keys[i]); err != nil {
+		if s.endpoints[i], err = c.endpoint(ctx, m); err != nil {
+			return nil, err
+		}
+		if s.bodies[i], err = m.encodeFor(to, s.keys[i], s.endpoints[i] == endpointMarketing); err != nil {
 			return nil, bubble(i, err)
 		}
 	}
@@ -189,22 +216,27 @@ func deadlineOf(ctx context.Context, msgs []Message, now time.Time) time.Time {
 
 // sending is one SendBurst in progress.
 type sending struct {
-	c        *Client
-	ctx      context.Context
-	from     string
-	to       phone.Recipient // zero for MarkRead
-	pair     pairlimit.Pair  // zero for MarkRead
-	msgs     []Message
-	keys     []string
-	bodies   [][]byte
-	results  []*Result
-	attempts []int
-	states   []SendState // each message's state once it has one
-	deadline time.Time
-	refusals int                        // consecutive refusals of the current message
-	last     errcodes.Code              // the last refusal's code, or 0
-	lastErr  *errcodes.Error            // the last refusal
-	who      *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
+	c      *Client
+	ctx    context.Context
+	from   string
+	fromID uint64          // from, parsed
+	to     phone.Recipient // zero for MarkRead
+	pair   pairlimit.Pair  // zero for MarkRead
+	msgs   []Message
+	keys   []string
+	bodies [][]byte
+	// endpoints[i] is where msgs[i] is posted (endpointMessages or
+	// endpointMarketing): decided by prepare, and again by route when it
+	// is posted.
+	endpoints []string
+	results   []*Result
+	attempts  []int
+	states    []SendState // each message's state once it has one
+	deadline  time.Time
+	refusals  int                        // consecutive refusals of the current message
+	last      errcodes.Code              // the last refusal's code, or 0
+	lastErr   *errcodes.Error            // the last refusal
+	who       *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
 // run sends the messages in order as one burst; after a refusal, the
@@ -243,6 +275,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	if err != nil {
 		return 0, false, err
 	}
+	num := c.Number(s.from)
 	for k := range n {
 		idx := i + k
 		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
@@ -250,9 +283,25 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			s.states[idx] = StateNotSubmitted
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
+		endpoint, body, err := s.route(idx)
+		if err != nil {
+			a.settle(c.clock.Now(), k, k)
+			s.states[idx] = StateNotSubmitted
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
+		}
 		s.attempts[idx]++
-		out := c.post(s.ctx, s.from, s.msgs[idx].kind, s.bodies[idx])
+		g := &gate{s: s, a: a, k: k, num: num}
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
+		if out.paced { // the write-time check gave up: nothing left
+			a.settle(at, k, k)
+			s.states[idx] = StateNotSubmitted
+			var bp *BackpressureError
+			if errors.As(out.err, &bp) {
+				return k, false, bp
+			}
+			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: out.err}
+		}
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
@@ -346,7 +395,11 @@ func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errc
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		return c.Number(from).Refused(at, e.Code)
+		hold := c.Number(from).Refused(at, e.Code)
+		if hold > 0 {
+			c.numberHolds.Store(from, e.Code)
+		}
+		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
 		return c.budget.Refused(at, e.Code)
 	}

@@ -275,6 +275,7 @@ var entries = []Class{
 	row(Maintenance, "Account in maintenance mode", ScopePhoneNumber, HoldPhoneNumber, retryable, time.Minute),
 	row(BSUIDNotSupported, "Business-scoped user ID recipients are not supported for this message", ScopeRequest, HoldNone, 0, 0),
 	row(MarketingTemplatesDisabled, "Marketing templates disabled for Cloud API", ScopeWABA, HoldNone, 0, 0),
+	row(MarketingAPINotAllowed, "Not allowed on the Marketing Messages API (non-template, utility or authentication message)", ScopeRequest, HoldNone, 0, 0),
 	row(BusinessRateLimit, "Messaging limit after template classification violations", ScopeBusiness, HoldTier, throttling|retryable, 0),
 	row(TemplateParamCount, "Template Param Count Mismatch", ScopeRequest, HoldNone, 0, 0),
 	row(TemplateNotFound, "Template does not exist", ScopeRequest, HoldNone, 0, 0),
@@ -296,7 +297,13 @@ var entries = []Class{
 	row(RegisterWait, "Please wait a few minutes before attempting to register this phone number", ScopePhoneNumber, HoldNone, retryable, 5*time.Minute),
 	row(RegisterRateLimit, "Account register deregister rate limit exceeded", ScopePhoneNumber, HoldNone, throttling|retryable, 0),
 	row(PaymentsTermsPending, "WhatsApp Payments terms of service acceptance pending", ScopeBusiness, HoldNone, 0, 0),
+	row(MarketingAPITemplateCategory, "Only marketing templates can be sent with the Marketing Messages API", ScopeRequest, HoldNone, 0, 0),
+	row(MarketingAPITemplateSync, "Template not yet synced with the Marketing Messages API", ScopeTemplate, HoldNone, retryable, 10*time.Minute),
+	row(MarketingAPINotEligible, "Business not eligible for the Marketing Messages API", ScopeWABA, HoldNone, 0, 0),
 	row(GenericUserError, "Generic user error", ScopeRequest, HoldNone, 0, 0),
+	row(PhoneNumberExists, "Phone number already exists in your account", ScopeRequest, HoldNone, 0, 0),
+	row(MigrationCodeNotEligible, "Phone number not eligible for a registration code (migration only)", ScopeRequest, HoldNone, 0, 0),
+	row(MigrationVerifyNotEligible, "Phone number not eligible for code verification (migration only)", ScopeRequest, HoldNone, 0, 0),
 	row(MaintenanceMode, "Maintenance mode: try again in a few minutes", ScopePhoneNumber, HoldPhoneNumber, retryable|refusedOn5xx, 2*time.Minute),
 }
 

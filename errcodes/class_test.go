@@ -26,6 +26,12 @@ const (
 	// throughputPage is Meta's throughput page (131057 during an upgrade,
 	// about a minute).
 	throughputPage = "whatsapp/throughput"
+	// marketingAPI is Meta's Marketing Messages API for WhatsApp support
+	// page (its error codes beyond Cloud API's).
+	marketingAPI = "whatsapp/marketing-messages/support"
+	// migration is Meta's phone number migration pages (2388xxx codes on
+	// the WhatsApp error codes page).
+	migration = "whatsapp/business-management-api/phone-numbers/migration"
 	// unlisted marks codes seen in other clients' traffic but absent from
 	// Meta's pages: classified conservatively.
 	unlisted = "unlisted"
@@ -111,6 +117,13 @@ func TestCatalogue(t *testing.T) {
 		errcodes.PaymentsTermsPending:          {metaErrorCodes, "WhatsApp Payments terms of service acceptance pending", errcodes.ScopeBusiness, na, "", 0},
 		errcodes.GenericUserError:              {metaErrorCodes, "Generic user error", errcodes.ScopeRequest, na, "", 0},
 		errcodes.MaintenanceMode:               {metaErrorCodes, "Maintenance mode: try again in a few minutes", errcodes.ScopePhoneNumber, errcodes.HoldPhoneNumber, "r5", 2 * time.Minute},
+		errcodes.MarketingAPINotAllowed:        {marketingAPI, "Not allowed on the Marketing Messages API (non-template, utility or authentication message)", errcodes.ScopeRequest, na, "", 0},
+		errcodes.MarketingAPITemplateCategory:  {marketingAPI, "Only marketing templates can be sent with the Marketing Messages API", errcodes.ScopeRequest, na, "", 0},
+		errcodes.MarketingAPITemplateSync:      {marketingAPI, "Template not yet synced with the Marketing Messages API", errcodes.ScopeTemplate, na, "r", 10 * time.Minute},
+		errcodes.MarketingAPINotEligible:       {marketingAPI, "Business not eligible for the Marketing Messages API", errcodes.ScopeWABA, na, "", 0},
+		errcodes.PhoneNumberExists:             {migration, "Phone number already exists in your account", errcodes.ScopeRequest, na, "", 0},
+		errcodes.MigrationCodeNotEligible:      {migration, "Phone number not eligible for a registration code (migration only)", errcodes.ScopeRequest, na, "", 0},
+		errcodes.MigrationVerifyNotEligible:    {migration, "Phone number not eligible for code verification (migration only)", errcodes.ScopeRequest, na, "", 0},
 	}
 	flags := func(cl errcodes.Class) string {
 		var b []byte
@@ -230,7 +243,7 @@ func TestThrottlingGroupIsMetas(t *testing.T) {
 
 func TestLookupUnknownIsConservative(t *testing.T) {
 	t.Parallel()
-	for _, c := range []errcodes.Code{-1, 5, 199, 300, 131055, 999999, 1 << 30} {
+	for _, c := range []errcodes.Code{-1, 5, 199, 300, 131054, 999999, 1 << 30} {
 		cl := errcodes.Lookup(c)
 		if cl.Known || cl.Retryable || cl.Scope != errcodes.ScopeUnknown || cl.Code != c || cl.OutcomeUnknown {
 			t.Errorf("Lookup(%d) = %+v, want unknown, not retryable", c, cl)

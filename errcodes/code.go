@@ -213,6 +213,45 @@ const (
 	FlowThrottled Code = 132069
 )
 
+// Marketing Messages API for WhatsApp errors: answers of
+// /<PHONE_NUMBER_ID>/marketing_messages on top of Cloud API's codes (Meta's
+// Marketing Messages API support page). None of them proves that anything
+// was sent.
+const (
+	// MarketingAPINotAllowed (131055): the request is not allowed on the
+	// Marketing Messages API: a message that is not a template, or a
+	// utility or authentication template. Send it to /messages.
+	MarketingAPINotAllowed Code = 131055
+	// MarketingAPITemplateCategory (134100): only templates whose category
+	// is MARKETING can be sent with the Marketing Messages API (Graph API
+	// v23.0 and later); this one is utility or authentication. Route it by
+	// its latest category, to /messages.
+	MarketingAPITemplateCategory Code = 134100
+	// MarketingAPITemplateSync (134101): the template was created or
+	// changed too recently and has not finished syncing with the
+	// Marketing Messages API (v23.0 and later); Meta says to wait about 10
+	// minutes.
+	MarketingAPITemplateSync Code = 134101
+	// MarketingAPINotEligible (134102): the business cannot send through
+	// the Marketing Messages API (onboarding not complete, or the account
+	// is not eligible). It holds the whole account; a person must finish
+	// onboarding, or the sender uses /messages.
+	MarketingAPINotEligible Code = 134102
+)
+
+// Phone number migration errors (management endpoints).
+const (
+	// PhoneNumberExists (2388012): the phone number being migrated already
+	// exists in the destination WhatsApp Business Account.
+	PhoneNumberExists Code = 2388012
+	// MigrationCodeNotEligible (2388091): the number is not being migrated,
+	// so it cannot request or verify a migration registration code.
+	MigrationCodeNotEligible Code = 2388091
+	// MigrationVerifyNotEligible (2388093): as 2388091, for verifying the
+	// code.
+	MigrationVerifyNotEligible Code = 2388093
+)
+
 // Registration errors (phone number registration and two-step verification).
 const (
 	// IncompleteDeregistration (133000): a previous deregistration failed.

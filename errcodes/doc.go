@@ -63,7 +63,10 @@
 // pages, which list it with the throttling codes. The waits come from Meta's
 // pages on per-user marketing limits (131049), throughput upgrades (131057)
 // and the error codes page (133015: 5 minutes; 2494100: "a few minutes",
-// read as 2). Codes 131014 and 12455, seen in other clients' traffic but on
+// read as 2). 131055 and 134100 to 134102 come from the Marketing Messages
+// API for WhatsApp's support page (134101: wait about 10 minutes for the
+// template to sync), 2388012, 2388091 and 2388093 from the phone number
+// migration codes. Codes 131014 and 12455, seen in other clients' traffic but on
 // none of Meta's pages, are classified conservatively (not retryable, scope
 // unknown). Every row is pinned by a test that names its page.
 package errcodes

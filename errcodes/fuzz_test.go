@@ -17,6 +17,9 @@ func FuzzParse(f *testing.F) {
 		`{"error":{"code":"12"}}`, `{"error":{"code":1e3}}`, `<html>`} {
 		f.Add(400, []byte(s))
 	}
+	for _, b := range metaBodies2026 {
+		f.Add(b.status, []byte(b.body))
+	}
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		e, err := errcodes.Parse(status, body)
 		if err != nil {

@@ -3,6 +3,7 @@ package mcptool
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -27,9 +28,11 @@ type SendArgs struct {
 	Buttons *ButtonsArgs `json:"buttons,omitempty" jsonschema:"an interactive message with 1 to 3 reply buttons"`
 	// ReplyTo is the wamid of the user's message this one answers.
 	ReplyTo string `json:"reply_to,omitempty" jsonschema:"the message ID (wamid) of the user's message this one answers"`
-	// IdempotencyKey identifies the message: a call repeating a key returns
-	// the state of the message first sent with it and sends nothing.
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"identifies this message: repeating a key never sends twice but returns the first message's state; generated when absent"`
+	// IdempotencyKey identifies the message: a call repeating a key with
+	// the same message returns the state of the message first sent with it
+	// and sends nothing; one with another message under the key is refused
+	// (WHATSAPP_IDEMPOTENCY_CONFLICT).
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"identifies this message: repeating the same message with its key never sends twice but returns its state; another message under a used key is refused; generated when absent"`
 	// MaxDelayMS is the freshness deadline as a delay from now, in whole
 	// milliseconds (the schema says integer; a float64 so that 5000.0 from a
 	// client that writes every number with a point is read as 5000).
@@ -231,6 +234,36 @@ func parseSend(a SendArgs, allowed []string, now time.Time, replyTTL time.Durati
 func parseStatus(a StatusArgs) error {
 	if a.OperationID == "" && a.IdempotencyKey == "" {
 		return badArgs("operation_id or idempotency_key is required")
+	}
+	return nil
+}
+
+// checkRaw names the fields that clash, or the ones missing: exactly one
+// content (text, template or buttons), at most one deadline.
+func (SendArgs) checkRaw(args map[string]any) error {
+	var content []string
+	for _, k := range []string{"text", "template", "buttons"} {
+		if v, ok := args[k]; ok && v != nil {
+			content = append(content, k)
+		}
+	}
+	switch len(content) {
+	case 0:
+		return badArgs("give the message's content: one of text, template or buttons")
+	case 1:
+	default:
+		return badArgs("give one content, not %s: text, template and buttons are alternatives", strings.Join(content, " and "))
+	}
+	if args["max_delay_ms"] != nil && args["expires_at"] != nil {
+		return badArgs("give max_delay_ms or expires_at, not both: they are two ways to set one deadline")
+	}
+	return nil
+}
+
+// checkRaw asks for a name of the message.
+func (StatusArgs) checkRaw(args map[string]any) error {
+	if args["operation_id"] == nil && args["idempotency_key"] == nil {
+		return badArgs("give operation_id or idempotency_key")
 	}
 	return nil
 }

@@ -119,6 +119,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	if len(res.Content) != 1 {
 		t.Fatalf("%d content blocks, want 1 summary", len(res.Content))
 	}
+	checkOutput(t, name, m)
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text == "" || strings.Contains(tc.Text, "\n") {
 		t.Fatalf("summary %#v is not one line of text", res.Content[0])
 	}
@@ -171,21 +172,21 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k4", "expires_at": stamp(t0.Add(time.Hour))},
 			reject:    fmt.Errorf("%w: %w", errQueueFull, &cloudapi.BackpressureError{Wait: time.Second}),
 			wantError: true,
-			want: map[string]any{"code": CodeQueueFull, "meta_code": 0.0, "retryable": true, "retry_after_ms": 1000.0,
+			want: map[string]any{"code": CodeQueueFull, "retryable": true, "retry_after_ms": 1000.0,
 				"expires_at": stamp(t0.Add(time.Hour)), "send_state": "not_submitted", "idempotency_key": "k4"},
 		},
 		{
 			name:      "expired before the call",
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k5", "expires_at": stamp(t0.Add(-time.Second))},
 			wantError: true,
-			want: map[string]any{"code": CodeMessageExpired, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeMessageExpired, "retryable": false,
 				"expires_at": stamp(t0.Add(-time.Second)), "send_state": "not_submitted", "idempotency_key": "k5"},
 		},
 		{
 			name:      "invalid message",
 			args:      map[string]any{"to": "+237690000001", "text": long, "idempotency_key": "k6", "max_delay_ms": 0},
 			wantError: true,
-			want: map[string]any{"code": CodeInvalidMessage, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeInvalidMessage, "retryable": false,
 				"expires_at": stamp(t0), "send_state": "not_submitted", "idempotency_key": "k6"},
 		},
 		{
@@ -193,7 +194,7 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k7"},
 			settle:    func(it *item) { it.state, it.code = stateFailed, errcodes.ReEngagement },
 			wantError: true,
-			want: map[string]any{"code": CodeWindowClosed, "meta_code": 131047.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeWindowClosed, "meta_code": 131047.0, "retryable": false,
 				"expires_at": stamp(t0.Add(DefaultReplyTTL)), "send_state": "not_submitted", "idempotency_key": "k7", "operation_id": "k7"},
 			wantSent: 1,
 		},
@@ -202,7 +203,7 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k8"},
 			settle:    func(it *item) { it.state = stateSubmittedUnknown },
 			wantError: true,
-			want: map[string]any{"code": CodeOutcomeUnknown, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeOutcomeUnknown, "retryable": false,
 				"expires_at": stamp(t0.Add(DefaultReplyTTL)), "send_state": "submitted_unknown", "idempotency_key": "k8", "operation_id": "k8"},
 			wantSent: 1,
 		},
@@ -212,7 +213,7 @@ func TestDecisionTable(t *testing.T) {
 				"idempotency_key": "k9"},
 			settle:    func(it *item) { it.state, it.code = stateFailed, errcodes.MarketingStopped },
 			wantError: true,
-			want: map[string]any{"code": CodeNotDeliverable, "meta_code": 131050.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeNotDeliverable, "meta_code": 131050.0, "retryable": false,
 				"send_state": "not_submitted", "idempotency_key": "k9", "operation_id": "k9"},
 			wantSent: 1,
 		},
@@ -221,7 +222,7 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k10", "delivery": "sync"},
 			estimate:  time.Minute,
 			wantError: true,
-			want: map[string]any{"code": CodeBackpressure, "meta_code": 0.0, "retryable": true,
+			want: map[string]any{"code": CodeBackpressure, "retryable": true,
 				"expires_at": stamp(t0.Add(DefaultReplyTTL)), "send_state": "not_submitted", "idempotency_key": "k10", "operation_id": "k10"},
 			wantSent: 1,
 		},
@@ -230,7 +231,7 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k11", "delivery": "sync"},
 			settle:    func(it *item) { it.state = stateSending },
 			wantError: true,
-			want: map[string]any{"code": CodeOutcomeUnknown, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeOutcomeUnknown, "retryable": false,
 				"expires_at": stamp(t0.Add(DefaultReplyTTL)), "send_state": "submitted_unknown", "idempotency_key": "k11", "operation_id": "k11"},
 			wantSent: 1,
 		},
@@ -251,7 +252,7 @@ func TestDecisionTable(t *testing.T) {
 			args:      map[string]any{"to": "+237690000001", "text": "hi", "idempotency_key": "k12"},
 			settle:    func(it *item) { it.state = stateExpired },
 			wantError: true,
-			want: map[string]any{"code": CodeMessageExpired, "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+			want: map[string]any{"code": CodeMessageExpired, "retryable": false,
 				"expires_at": stamp(t0.Add(DefaultReplyTTL)), "send_state": "not_submitted", "idempotency_key": "k12", "operation_id": "k12"},
 			wantSent: 1,
 		},
@@ -271,11 +272,20 @@ func TestDecisionTable(t *testing.T) {
 				t.Errorf("isError = %v, want %v (%v)", res.IsError, tt.wantError, got)
 			}
 			if tt.wantError {
-				// The six error fields are always there.
-				for _, f := range []string{"code", "meta_code", "retryable", "retry_after_ms", "send_state"} {
+				// These error fields are always there; meta_code and
+				// retry_after_ms only when they mean something (issue 23
+				// item 13: an invalid message carried meta_code 0 and
+				// retry_after_ms 0).
+				for _, f := range []string{"code", "retryable", "send_state"} {
 					if _, ok := got[f]; !ok {
 						t.Errorf("error result lacks %s: %v", f, got)
 					}
+				}
+				if v, ok := got["meta_code"]; ok && v == 0.0 {
+					t.Errorf("error result has meta_code 0: %v", got)
+				}
+				if v, ok := got["retry_after_ms"]; ok && v == 0.0 {
+					t.Errorf("error result has retry_after_ms 0: %v", got)
 				}
 				delete(got, "retry_after_ms")
 				if w, ok := tt.want["retry_after_ms"]; ok {
@@ -447,5 +457,33 @@ func TestWaker(t *testing.T) {
 	stop()
 	if ch != nil {
 		t.Error("a nil Waker returned a channel")
+	}
+}
+
+// checkOutput validates a tool's structured content against the tool's
+// output schema, as clients (the Node SDK, the inspector) do.
+func checkOutput(t *testing.T, tool string, v map[string]any) {
+	t.Helper()
+	var s *jsonschema.Schema
+	var err error
+	switch tool {
+	case SendToolName:
+		s, err = jsonschema.For[SendResult](nil)
+		SendResult{}.tweakSchema(s)
+	case StatusToolName:
+		s, err = jsonschema.For[StatusResult](nil)
+		StatusResult{}.tweakSchema(s)
+	default:
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Validate(v); err != nil {
+		t.Errorf("%s result %v does not match its output schema: %v", tool, v, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wapace/wapace/cloudapi"
@@ -106,7 +107,38 @@ func (w *world) call(name string, args map[string]any) (map[string]any, bool) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		w.t.Fatal(err)
 	}
+	w.checkOutput(name, m)
 	return m, res.IsError
+}
+
+// checkOutput validates a result against the output schema the server
+// lists for the tool, as clients do.
+func (w *world) checkOutput(tool string, v map[string]any) {
+	w.t.Helper()
+	lt, err := w.cs.ListTools(w.t.Context(), nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, tl := range lt.Tools {
+		if tl.Name != tool || tl.OutputSchema == nil {
+			continue
+		}
+		raw, err := json.Marshal(tl.OutputSchema)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			w.t.Fatal(err)
+		}
+		r, err := s.Resolve(nil)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if err := r.Validate(v); err != nil {
+			w.t.Errorf("%s result %v does not match its output schema: %v", tool, v, err)
+		}
+	}
 }
 
 func (w *world) send(args map[string]any) (map[string]any, bool) {
@@ -276,10 +308,10 @@ func TestRejectedNeverReachesMeta(t *testing.T) {
 				map[string]any{"code": "WHATSAPP_BACKPRESSURE", "meta_code": 131056.0, "retryable": true,
 					"expires_at": stamp(now.Add(mcptool.DefaultReplyTTL)), "send_state": "not_submitted", "idempotency_key": "x-sync"}},
 			{"already expired", text("x-late", "Hello", "expires_at", stamp(now.Add(-time.Minute))),
-				map[string]any{"code": "WHATSAPP_MESSAGE_EXPIRED", "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+				map[string]any{"code": "WHATSAPP_MESSAGE_EXPIRED", "retryable": false,
 					"expires_at": stamp(now.Add(-time.Minute)), "send_state": "not_submitted", "idempotency_key": "x-late"}},
 			{"invalid message", text("x-bad", string(make([]rune, 4097))),
-				map[string]any{"code": "WHATSAPP_INVALID_MESSAGE", "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+				map[string]any{"code": "WHATSAPP_INVALID_MESSAGE", "retryable": false,
 					"expires_at": stamp(now.Add(mcptool.DefaultReplyTTL)), "send_state": "not_submitted", "idempotency_key": "x-bad"}},
 		}
 		for _, r := range rows {
@@ -288,7 +320,7 @@ func TestRejectedNeverReachesMeta(t *testing.T) {
 				t.Errorf("%s: not an error: %v", r.name, got)
 				continue
 			}
-			if _, ok := r.want["retry_after_ms"]; !ok {
+			if r.want["code"] == "WHATSAPP_BACKPRESSURE" {
 				if ra, _ := got["retry_after_ms"].(float64); ra < 1000 {
 					t.Errorf("%s: retry_after_ms %v, want the lane's wait", r.name, got["retry_after_ms"])
 				}
@@ -351,7 +383,7 @@ func TestMetaOutcomes(t *testing.T) {
 
 		w.meta.FailNext(errcodes.ReEngagement)
 		got, isErr := w.send(text("m-window", "Are you there?"))
-		want := map[string]any{"code": "WHATSAPP_WINDOW_CLOSED", "meta_code": 131047.0, "retryable": false, "retry_after_ms": 0.0,
+		want := map[string]any{"code": "WHATSAPP_WINDOW_CLOSED", "meta_code": 131047.0, "retryable": false,
 			"expires_at": exp, "send_state": "not_submitted", "idempotency_key": "m-window", "operation_id": "m-window"}
 		if diff := cmp.Diff(want, got); !isErr || diff != "" {
 			t.Errorf("window closed (-want +got):\n%s", diff)
@@ -363,7 +395,7 @@ func TestMetaOutcomes(t *testing.T) {
 		w.meta.Script(cloudapitest.Failure{To: "237690000002", Reset: true})
 		exp = stamp(time.Now().Add(mcptool.DefaultReplyTTL))
 		got, isErr = w.send(map[string]any{"to": "+237 690 00 00 02", "text": "Your code is ready", "idempotency_key": "m-reset"})
-		want = map[string]any{"code": "WHATSAPP_OUTCOME_UNKNOWN", "meta_code": 0.0, "retryable": false, "retry_after_ms": 0.0,
+		want = map[string]any{"code": "WHATSAPP_OUTCOME_UNKNOWN", "retryable": false,
 			"expires_at": exp, "send_state": "submitted_unknown", "idempotency_key": "m-reset", "operation_id": "m-reset"}
 		if diff := cmp.Diff(want, got); !isErr || diff != "" {
 			t.Errorf("reset (-want +got):\n%s", diff)
@@ -472,8 +504,11 @@ func TestPairDebtDecidesAtOnce(t *testing.T) {
 	})
 }
 
-// A call repeating an idempotency key reports the first message's state and
-// sends nothing, whatever its own content.
+// A call repeating an idempotency key with the same message reports the
+// first message's state and sends nothing, whatever its deadline or
+// delivery mode. Issue 23 item 6: one with another message (other content,
+// another recipient) was answered with the first message's state, and
+// the second recipient got nothing; it is refused, as not submitted.
 func TestRepeatedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, mcptool.Config{})
@@ -482,14 +517,34 @@ func TestRepeatedKey(t *testing.T) {
 		if isErr || got["status"] != "queued" {
 			t.Fatalf("%v", got)
 		}
-		again, isErr := w.send(text("k2", "second, reworded", "max_delay_ms", 1, "delivery", "sync"))
+		again, isErr := w.send(text("k2", "second", "max_delay_ms", 1, "delivery", "sync"))
 		if isErr || again["status"] != "queued" || again["operation_id"] != "k2" {
 			t.Errorf("repeat of a queued key: %v", again)
+		}
+		for name, args := range map[string]map[string]any{
+			"other content":   text("k2", "second, reworded"),
+			"other recipient": {"to": "+237 690 00 00 02", "text": "second", "idempotency_key": "k2"},
+		} {
+			got, isErr := w.send(args)
+			want := map[string]any{"code": "WHATSAPP_IDEMPOTENCY_CONFLICT", "send_state": "not_submitted",
+				"idempotency_key": "k2", "retryable": false}
+			for k := range got {
+				if _, ok := want[k]; !ok && k != "expires_at" {
+					want[k] = "(absent)"
+				}
+			}
+			delete(got, "expires_at")
+			if diff := cmp.Diff(want, got); !isErr || diff != "" {
+				t.Errorf("%s: isError %v, result (-want +got):\n%s", name, isErr, diff)
+			}
 		}
 		time.Sleep(time.Minute)
 		again, isErr = w.send(text("k2", "second"))
 		if isErr || again["status"] != "accepted" || again["message_id"] == nil {
 			t.Errorf("repeat of an accepted key: %v", again)
+		}
+		if got, isErr := w.send(text("k2", "second, reworded")); !isErr || got["code"] != "WHATSAPP_IDEMPOTENCY_CONFLICT" {
+			t.Errorf("other content for an accepted key: %v", got)
 		}
 		if n := len(w.meta.Requests()); n != 2 {
 			t.Errorf("%d requests, want 2", n)
@@ -571,7 +626,7 @@ func TestConcurrentCalls(t *testing.T) {
 			wg.Go(func() {
 				key := fmt.Sprintf("c%d", i%25) // 15 keys are sent twice
 				res, err := w.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: mcptool.SendToolName, Arguments: map[string]any{
-					"to": fmt.Sprintf("+237 690 00 00 0%d", i%3), "text": "hello " + key, "idempotency_key": key, "max_delay_ms": 3_600_000,
+					"to": fmt.Sprintf("+237 690 00 00 0%d", i%25%3), "text": "hello " + key, "idempotency_key": key, "max_delay_ms": 3_600_000,
 				}})
 				if err != nil {
 					t.Error(err)

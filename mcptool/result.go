@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
 )
@@ -42,6 +44,11 @@ const (
 	// CodeUnavailable: the outbox could not be read or written. Retry with
 	// the same idempotency_key: it is never sent twice.
 	CodeUnavailable = "WHATSAPP_UNAVAILABLE"
+	// CodeIdempotencyConflict: the idempotency key already names another
+	// message (another recipient, other content). Nothing was sent or
+	// queued: send this message with a new key, or repeat the first
+	// message to learn its state.
+	CodeIdempotencyConflict = "WHATSAPP_IDEMPOTENCY_CONFLICT"
 	// CodeUnknownOperation: get_message_status knows no such message.
 	CodeUnknownOperation = "WHATSAPP_UNKNOWN_OPERATION"
 )
@@ -72,13 +79,13 @@ type SendResult struct {
 	// EstimatedSendAt is when a queued message is expected to go (RFC 3339).
 	EstimatedSendAt string `json:"estimated_send_at,omitempty" jsonschema:"RFC 3339 instant a queued message is expected to be sent"`
 	// RetryAfterMS is, when queued, the expected wait; on an error, the wait
-	// before capacity frees up (0 when unknown or irrelevant).
-	RetryAfterMS *int64 `json:"retry_after_ms,omitempty" jsonschema:"milliseconds until a queued message is expected to go, or until a retry could succeed"`
+	// before capacity frees up (absent when unknown or irrelevant).
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty" jsonschema:"milliseconds until a queued message is expected to go, or until a retry could succeed; absent when unknown or irrelevant"`
 	// Code is an error's category (WHATSAPP_BACKPRESSURE, ...).
 	Code string `json:"code,omitempty" jsonschema:"error category, such as WHATSAPP_BACKPRESSURE or WHATSAPP_QUEUE_FULL"`
-	// MetaCode is Meta's error code behind the error (131056, ...), 0 when
-	// none.
-	MetaCode *int `json:"meta_code,omitempty" jsonschema:"Meta's error code behind the error (such as 131056), 0 when none"`
+	// MetaCode is Meta's error code behind the error (131056, ...), absent
+	// when none.
+	MetaCode *int `json:"meta_code,omitempty" jsonschema:"Meta's error code behind the error (such as 131056); absent when none"`
 	// Retryable reports whether a later retry can be expected to help.
 	Retryable *bool `json:"retryable,omitempty" jsonschema:"whether a later retry can be expected to help"`
 	// ExpiresAt is the message's freshness deadline (RFC 3339), if any.
@@ -151,18 +158,49 @@ func stamp(t time.Time) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// failure builds a tool error with every error field present.
+// failure builds a tool error: code, retryable and send_state always;
+// meta_code only when a Meta code is behind it, retry_after_ms only when
+// there is a wait to report.
 func failure(code string, meta errcodes.Code, retryable bool, retryAfter time.Duration, expires time.Time, state cloudapi.SendState, key, op, summary string) toolError {
-	return toolError{summary: summary, res: SendResult{
+	res := SendResult{
 		Code:           code,
-		MetaCode:       ptr(int(meta)),
 		Retryable:      ptr(retryable),
-		RetryAfterMS:   ms(retryAfter),
 		ExpiresAt:      stamp(expires),
 		SendState:      string(state),
 		IdempotencyKey: key,
 		OperationID:    op,
-	}}
+	}
+	if meta != 0 {
+		res.MetaCode = ptr(int(meta))
+	}
+	if retryAfter > 0 {
+		res.RetryAfterMS = ms(retryAfter)
+	}
+	return toolError{summary: summary, res: res}
+}
+
+// errorCodes are the values of the code field.
+var errorCodes = []any{CodeBackpressure, CodeQueueFull, CodeMessageExpired, CodeInvalidMessage, CodeWindowClosed,
+	CodeNotDeliverable, CodeOutcomeUnknown, CodeSendFailed, CodeUnavailable, CodeIdempotencyConflict, CodeUnknownOperation}
+
+// tweakSchema lists the values of status, code and send_state, and says
+// that a result is a success (status) or an error (code and send_state).
+func (SendResult) tweakSchema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["status"].Enum = []any{StatusAccepted, StatusQueued}
+	p["code"].Enum = errorCodes
+	p["send_state"].Enum = []any{string(cloudapi.StateNotSubmitted), string(cloudapi.StateQueued), string(cloudapi.StateSubmittedUnknown)}
+	s.AnyOf = []*jsonschema.Schema{{Required: []string{"status"}}, {Required: []string{"code", "send_state"}}}
+}
+
+// tweakSchema lists the values of status, code and send_state, and says
+// that a result has a status or, when no message could be read, a code.
+func (StatusResult) tweakSchema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["status"].Enum = []any{stateQueued, stateSending, stateAccepted, stateSubmittedUnknown, stateDelivered, stateRead, stateFailed, stateExpired}
+	p["code"].Enum = errorCodes
+	p["send_state"].Enum = []any{string(cloudapi.StateNotSubmitted), string(cloudapi.StateQueued), string(cloudapi.StateSubmittedUnknown)}
+	s.AnyOf = []*jsonschema.Schema{{Required: []string{"status"}}, {Required: []string{"code"}}}
 }
 
 // metaFailure classifies a code Meta answered for a message that was
@@ -213,9 +251,16 @@ func fromError(err error, expires time.Time, key, op string) toolError {
 		me *errcodes.Error
 	)
 	switch {
+	case errors.Is(err, cloudapi.ErrIdempotencyConflict):
+		return toolError{summary: "Not sent: this idempotency_key already names another message (another recipient or other content). Send this one with a new idempotency_key; repeating the first message with its key reports that message's state.",
+			res: SendResult{Code: CodeIdempotencyConflict, Retryable: ptr(false), ExpiresAt: stamp(expires),
+				SendState: string(cloudapi.StateNotSubmitted), IdempotencyKey: key, OperationID: op}}
 	case errors.As(err, &ve):
 		return failure(CodeInvalidMessage, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
 			fmt.Sprintf("Not sent: the message is invalid (%s: %s). Fix it before sending again.", ve.Field, ve.Reason))
+	case errors.Is(err, cloudapi.ErrUnknownCategory):
+		return failure(CodeInvalidMessage, 0, false, 0, expires, cloudapi.StateNotSubmitted, key, op,
+			"Not sent: this template's category is unknown, so it cannot be routed (marketing templates go to the Marketing Messages API). Give its category, or refresh the template list.")
 	case errors.Is(err, errLaneFull):
 		return failure(CodeQueueFull, 0, true, retryAfterOf(err), expires, cloudapi.StateNotSubmitted, key, op,
 			"Not queued: this recipient already has as many messages waiting as the outbox allows. Nothing was sent; wait for them to go, or tell the user.")

@@ -62,7 +62,8 @@ func (t *tools) register(s *mcp.Server) error {
 			"The result says exactly what happened: status accepted (Meta took it; delivery comes later) or queued " +
 			"(stored durably, not sent yet: it will go when capacity allows, or expire unsent at its deadline). " +
 			"Failures are errors with a code (WHATSAPP_BACKPRESSURE, WHATSAPP_QUEUE_FULL, WHATSAPP_MESSAGE_EXPIRED, " +
-			"WHATSAPP_INVALID_MESSAGE, WHATSAPP_WINDOW_CLOSED, WHATSAPP_NOT_DELIVERABLE, WHATSAPP_OUTCOME_UNKNOWN, ...), " +
+			"WHATSAPP_INVALID_MESSAGE, WHATSAPP_WINDOW_CLOSED, WHATSAPP_NOT_DELIVERABLE, WHATSAPP_OUTCOME_UNKNOWN, " +
+			"WHATSAPP_IDEMPOTENCY_CONFLICT, ...), " +
 			"meta_code, retryable, retry_after_ms, expires_at and send_state. Give time-sensitive content a deadline " +
 			"(max_delay_ms or expires_at) and reuse idempotency_key when retrying: a message is never sent twice.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(true), DestructiveHint: ptr(false)},
@@ -114,11 +115,18 @@ func (t *tools) send(ctx context.Context, a SendArgs) (outcome, error) {
 	if m.IdempotencyKey == "" {
 		m.IdempotencyKey = newKey()
 	} else {
-		// A key already used names the first message: report its state,
-		// send nothing, whatever this call's content or deadline.
+		// A key already used names the first message: the same message
+		// again (whatever this call's deadline or delivery) reports its
+		// state and sends nothing; another message is refused.
 		it, err := t.q.get(ctx, m.IdempotencyKey)
 		switch {
 		case err == nil:
+			// The queue decides whether m is the stored message: for a
+			// stored key it stores nothing, and answers its ticket or a
+			// conflict.
+			if _, err := t.q.enqueue(ctx, r.from, m); errors.Is(err, cloudapi.ErrIdempotencyConflict) {
+				return t.fail(fromError(err, r.deadline, m.IdempotencyKey, "")), nil
+			}
 			return t.existing(ctx, it)
 		case !errors.Is(err, errNotFound):
 			if ctx.Err() != nil {
@@ -394,7 +402,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 	case errors.Is(err, errNotFound):
 		return outcome{isError: true,
 			summary: "No message with this operation_id or idempotency_key.",
-			value: StatusResult{Code: CodeUnknownOperation, MetaCode: ptr(0), Retryable: ptr(false),
+			value: StatusResult{Code: CodeUnknownOperation, Retryable: ptr(false),
 				OperationID: a.OperationID, IdempotencyKey: a.IdempotencyKey},
 		}, nil
 	case err != nil:
@@ -403,7 +411,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 		}
 		return outcome{isError: true,
 			summary: "The outbox is unavailable; try again.",
-			value:   StatusResult{Code: CodeUnavailable, MetaCode: ptr(0), Retryable: ptr(true)},
+			value:   StatusResult{Code: CodeUnavailable, Retryable: ptr(true)},
 		}, nil
 	}
 	res := StatusResult{
@@ -432,7 +440,7 @@ func (t *tools) status(ctx context.Context, a StatusArgs) (outcome, error) {
 		res.Code, res.MetaCode, res.Retryable, res.SendState = te.res.Code, te.res.MetaCode, te.res.Retryable, te.res.SendState
 		summary = "Failed: " + te.summary
 	case stateExpired:
-		res.Code, res.MetaCode, res.Retryable, res.SendState = CodeMessageExpired, ptr(0), ptr(false), string(cloudapi.StateNotSubmitted)
+		res.Code, res.Retryable, res.SendState = CodeMessageExpired, ptr(false), string(cloudapi.StateNotSubmitted)
 		summary = "Expired: its deadline passed before it could be sent; it was never sent."
 	}
 	// A message's state is not an error of this call: the lookup worked.

@@ -37,6 +37,10 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, tweak func(*jsonschema.Sch
 	if err != nil {
 		return fmt.Errorf("mcptool: %s output schema: %w", t.Name, err)
 	}
+	var zero Out
+	if st, ok := any(zero).(schemaTweaker); ok {
+		st.tweakSchema(out)
+	}
 	tt := *t
 	tt.InputSchema, tt.OutputSchema = in, out
 	s.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -87,8 +91,17 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In,
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return in, badArgs("arguments are not JSON")
 	}
-	if _, ok := generic.(map[string]any); !ok {
+	obj, ok := generic.(map[string]any)
+	if !ok {
 		return in, badArgs("arguments must be an object")
+	}
+	if rc, ok := any(in).(rawChecker); ok {
+		// Rules a schema validator words in its own terms ("oneOf:
+		// validated against both <anonymous schema> and ..."), said
+		// with the fields' names first.
+		if err := rc.checkRaw(obj); err != nil {
+			return in, err
+		}
 	}
 	if err := resolved.Validate(generic); err != nil {
 		return in, badArgs("%v", err)
@@ -98,6 +111,16 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In,
 	}
 	return in, nil
 }
+
+// rawChecker is implemented by tool inputs with rules across fields, which
+// it checks on the raw arguments before the schema does.
+type rawChecker interface {
+	checkRaw(args map[string]any) error
+}
+
+// schemaTweaker is implemented by tool outputs whose inferred schema it
+// refines (required fields, enums).
+type schemaTweaker interface{ tweakSchema(s *jsonschema.Schema) }
 
 // invalidParams is the protocol error for malformed arguments. The schema
 // validator quotes the values it rejects: phone numbers are masked.

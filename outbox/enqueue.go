@@ -47,9 +47,12 @@ type liveCount struct {
 //   - with WithServiceWindow, a free-form message to a user outside the
 //     window is a *RejectError matching ErrOutsideWindow (code 131047).
 //
-// The message's idempotency key is its own or a generated one; enqueueing
-// a key that exists stores nothing and returns the existing item's ticket
-// (Existing set).
+// The message's idempotency key is its own or a generated one. A key
+// names one message: enqueueing the same message again (same sender and
+// recipient, same content; its deadline aside) stores nothing and returns
+// the existing item's ticket (Existing set), while another message under
+// a stored key stores nothing and fails with an error matching
+// ErrIdempotencyConflict.
 //
 // Concurrent calls share transactions (group commit): one of the callers
 // stores the calls waiting at that moment in one transaction, each decided
@@ -205,7 +208,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	// query for the whole batch.)
 	var q strings.Builder
 	args := make([]any, 0, 2*len(calls))
-	q.WriteString(`SELECT 0, ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey IN (`)
+	q.WriteString(`SELECT 0, ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (`)
 	for i, c := range calls {
 		if i > 0 {
 			q.WriteString(", ")
@@ -213,7 +216,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		q.WriteString("?")
 		args = append(args, c.m.IdempotencyKey)
 	}
-	q.WriteString(`) UNION ALL SELECT 1, lane, '', COUNT(*), 0 FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (`)
+	q.WriteString(`) UNION ALL SELECT 1, lane, '', COUNT(*), 0, '', '' FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (`)
 	seen := map[string]bool{}
 	for _, c := range calls {
 		if !seen[c.lane] {
@@ -227,6 +230,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	}
 	q.WriteString(`) GROUP BY lane`)
 	stored := map[string]Ticket{}
+	prints := map[string]string{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
 	rows, err := tx.QueryContext(ctx, o.q(q.String()), args...)
 	if err != nil {
@@ -234,9 +238,9 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	}
 	for rows.Next() {
 		var kind int
-		var name, st string
+		var name, st, lane, body string
 		var n, exp int64
-		if err := rows.Scan(&kind, &name, &st, &n, &exp); err != nil {
+		if err := rows.Scan(&kind, &name, &st, &n, &exp, &lane, &body); err != nil {
 			rows.Close()
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
@@ -246,6 +250,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		s, _ := parseState(st)
 		stored[name] = Ticket{Key: name, State: s, Existing: true, EnqueuedAt: fromNanos(n), ExpiresAt: fromNanos(exp)}
+		prints[name] = fingerprint(lane, []byte(body))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
@@ -258,7 +263,16 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	bySender := map[string]int{}
 	for _, c := range calls {
 		key := c.m.IdempotencyKey
+		body, err := json.Marshal(c.m)
+		if err != nil {
+			return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+		}
+		fp := fingerprint(c.lane, body)
 		if t, ok := stored[key]; ok {
+			if prints[key] != fp {
+				c.err = conflict(key)
+				continue
+			}
 			c.t = t
 			continue
 		}
@@ -275,12 +289,14 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		if err != nil {
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
-		body, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+		if m.ExpiresAt != c.m.ExpiresAt {
+			if body, err = json.Marshal(m); err != nil {
+				return fmt.Errorf("outbox: enqueue: encoding the message: %w", err)
+			}
 		}
 		c.t = Ticket{Key: key, State: StateQueued, EnqueuedAt: now, EstimatedAt: est, ExpiresAt: m.ExpiresAt}
 		stored[key] = Ticket{Key: key, State: StateQueued, Existing: true, EnqueuedAt: now, ExpiresAt: m.ExpiresAt}
+		prints[key] = fp
 		depth[c.lane]++
 		bySender[c.from]++
 		ins = append(ins, c)
@@ -329,21 +345,23 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	// The calls of those keys (the one that tried to insert, and any of
 	// this batch that took its ticket) get the stored item's ticket.
 	q.Reset()
-	q.WriteString(`SELECT ikey, state, enqueued_at, expires_at FROM outbox_items WHERE ikey IN (?` + strings.Repeat(", ?", len(lost)-1) + `)`)
+	q.WriteString(`SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (?` + strings.Repeat(", ?", len(lost)-1) + `)`)
 	rows, err = tx.QueryContext(ctx, o.q(q.String()), lost...)
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	theirs := map[string]Ticket{}
+	theirPrints := map[string]string{}
 	for rows.Next() {
-		var key, st string
+		var key, st, lane, body string
 		var enq, exp int64
-		if err := rows.Scan(&key, &st, &enq, &exp); err != nil {
+		if err := rows.Scan(&key, &st, &enq, &exp, &lane, &body); err != nil {
 			rows.Close()
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
 		s, _ := parseState(st)
 		theirs[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+		theirPrints[key] = fingerprint(lane, []byte(body))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
@@ -357,6 +375,12 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		for _, c := range calls {
 			if c.m.IdempotencyKey == key && c.err == nil && !c.solo {
+				if p, ok := theirPrints[key]; ok && p != prints[key] {
+					// This batch's message under the key (prints holds
+					// it) is not the one stored.
+					c.t, c.err = Ticket{}, conflict(key)
+					continue
+				}
 				c.t = t
 			}
 		}
@@ -512,3 +536,26 @@ func (o *Outbox) countEnqueued(from string) {
 		o.live.total++
 	}
 }
+
+// fingerprint names a message for the idempotency check: its lane (the
+// business number and the recipient, normalised) and its stored encoding
+// less what is not content (the key, the recipient as spelled, the
+// deadline, the category and service-window hints). A body that cannot be
+// read is its own fingerprint.
+func fingerprint(lane string, body []byte) string {
+	var j map[string]json.RawMessage
+	if json.Unmarshal(body, &j) != nil {
+		return lane + "\x00" + string(body)
+	}
+	for _, k := range []string{"to", "idempotency_key", "expires_at", "category", "in_service_window"} {
+		delete(j, k)
+	}
+	b, err := json.Marshal(j) // sorted keys, compacted values
+	if err != nil {
+		return lane + "\x00" + string(body)
+	}
+	return lane + "\x00" + string(b)
+}
+
+// conflict is Enqueue's error for a key stored for another message.
+func conflict(key string) error { return &conflictError{key: key} }

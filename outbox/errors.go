@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/wapace/wapace/cloudapi"
 )
@@ -26,6 +27,13 @@ var (
 	ErrInvalidOption = errors.New("outbox: invalid option")
 	// ErrClosed is returned by calls on a closed Outbox.
 	ErrClosed = errors.New("outbox: closed")
+	// ErrIdempotencyConflict is matched by Enqueue's error for a message
+	// whose idempotency key is stored for another message (another sender
+	// or recipient, other content): a key names one message. Nothing is
+	// stored. The same message again (its deadline aside) gets the stored
+	// item's ticket instead. It also matches
+	// cloudapi.ErrIdempotencyConflict.
+	ErrIdempotencyConflict = errors.New("outbox: idempotency key names another message")
 	// ErrDrop may be returned (wrapped) by a revalidation hook to drop an
 	// item: it becomes failed with the hook's reason. Returning an error
 	// that matches ErrExpired makes it expired instead.
@@ -78,4 +86,16 @@ func (e *RejectError) Unwrap() []error {
 		return []error{e.Reason}
 	}
 	return []error{e.Reason, e.BackpressureError}
+}
+
+// conflictError is Enqueue's error for a key stored for another message.
+type conflictError struct{ key string }
+
+func (e *conflictError) Error() string {
+	return "outbox: idempotency key " + strconv.Quote(e.key) + " names another message"
+}
+
+// Is matches ErrIdempotencyConflict and cloudapi.ErrIdempotencyConflict.
+func (e *conflictError) Is(target error) bool {
+	return target == ErrIdempotencyConflict || target == cloudapi.ErrIdempotencyConflict
 }

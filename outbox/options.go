@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -85,6 +86,8 @@ type config struct {
 	revalidate   Revalidate
 	window       time.Duration
 	observer     func(Event)
+	runErrors    func(error, time.Duration)
+	log          *slog.Logger
 	newKey       func() string
 	owner        string
 }

@@ -142,17 +142,9 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 	return o, nil
 }
 
-// scrub removes the DSN's password from a driver error.
-func scrub(err error, dsnStr string) error {
-	u, perr := url.Parse(dsnStr)
-	if perr != nil || u.User == nil {
-		return err
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(err.Error(), pw) {
-		return errors.New(strings.ReplaceAll(err.Error(), pw, "[redacted]"))
-	}
-	return err
-}
+// scrub removes the DSN's passwords, in every form (see dsnSecrets), from
+// a driver error.
+func scrub(err error, dsnStr string) error { return scrubDSN(err, dsnStr) }
 
 // Close closes the database. Run must have returned first.
 func (o *Outbox) Close() error {
@@ -241,6 +233,14 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	last_inbound INTEGER NOT NULL,
 	PRIMARY KEY (sender, recipient)
 );
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
+);
 CREATE TRIGGER IF NOT EXISTS outbox_items_inserted AFTER INSERT ON outbox_items BEGIN
 	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
 END;
@@ -293,6 +293,14 @@ CREATE TABLE IF NOT EXISTS outbox_windows (
 	recipient    TEXT NOT NULL,
 	last_inbound BIGINT NOT NULL,
 	PRIMARY KEY (sender, recipient)
+);
+CREATE TABLE IF NOT EXISTS outbox_template_categories (
+	waba_id    TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	language   TEXT NOT NULL,
+	category   TEXT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (waba_id, name, language)
 );
 CREATE OR REPLACE FUNCTION outbox_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

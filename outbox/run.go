@@ -46,7 +46,14 @@ type finished struct {
 }
 
 // Run dispatches queued items through c until ctx ends, and returns ctx's
-// error then (or the first database error). Run is the caller's goroutine;
+// error then, ErrClosed once the Outbox is closed, or a permanent database
+// error. Transient database errors (SQLite busy past its timeout because
+// another process holds the write lock, a Postgres connection terminated or
+// refused during a restart or failover) do not end it: it reports them
+// (WithRunErrorObserver, WithLogger), waits a bounded backoff on the
+// Outbox's clock (50 ms doubling to 5 s) and carries on; outcomes it could
+// not record are kept and recorded then, claims whose commit failed are
+// put back, so nothing is lost or sent twice meanwhile. Run is the caller's goroutine;
 // the sends it starts (at most WithConcurrency at once, each the head of
 // one lane) end before it returns.
 //
@@ -101,6 +108,10 @@ type runner struct {
 	batch    int64         // outcomes that wake Run
 	renewAt  time.Time
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
+
+	failures   int        // consecutive transient errors (rideOut)
+	unrecorded []finished // outcomes a failed transaction did not record
+	uncertain  []any      // keys a failed claim transaction may have claimed
 
 	sigMu   sync.Mutex         // protects wake, awake and pending
 	wake    context.CancelFunc // ends the current sleep
@@ -170,15 +181,27 @@ func (r *runner) run(ctx context.Context) error {
 
 	stopListening := r.listen(ctx)
 	defer stopListening()
-	err := r.seedPairs(ctx, clk.Now())
-	for err == nil && ctx.Err() == nil {
-		now := clk.Now()
-		var more bool
-		more, err = r.step(ctx, dbCtx, sendCtx, now)
-		if err != nil || more {
+	var err error
+	for ctx.Err() == nil {
+		// (seedPairs does nothing once it has succeeded.)
+		if err = r.seedPairs(ctx, clk.Now()); err == nil {
+			now := clk.Now()
+			var more bool
+			if more, err = r.step(ctx, dbCtx, sendCtx, now); err == nil && !more {
+				err = r.wait(ctx, now)
+			}
+		}
+		if err == nil {
+			r.failures = 0
 			continue
 		}
-		err = r.wait(ctx, now)
+		if !r.rideOut(ctx, err) {
+			break
+		}
+		err = nil
+	}
+	if err != nil && o.isClosed() {
+		err = ErrClosed
 	}
 	if err != nil && ctx.Err() != nil {
 		// Asked to stop: a query cut short by the cancellation fails
@@ -191,8 +214,17 @@ func (r *runner) run(ctx context.Context) error {
 	graceEnd := clk.Now().Add(o.cfg.stopGrace)
 	cancelled := false
 	for len(r.inflight) > 0 {
-		if ferr := r.drain(dbCtx, sendCtx); ferr != nil && err == nil {
-			err = ferr // the rest is still collected (and probably not recorded)
+		if ferr := r.drain(dbCtx, sendCtx); ferr != nil {
+			if err == nil {
+				err = ferr // the rest is still collected (and probably not recorded)
+			}
+			// Stopping: an outcome that cannot be recorded now leaves its
+			// item sending, to become submitted_unknown once its lease
+			// ends (never resent).
+			for _, f := range r.unrecorded {
+				delete(r.inflight, f.it.Key)
+			}
+			r.unrecorded = nil
 		}
 		if len(r.inflight) == 0 {
 			break
@@ -222,6 +254,9 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 	if err := r.drain(dbCtx, sendCtx); err != nil {
 		return false, err
 	}
+	if err := r.putBack(ctx, now); err != nil {
+		return false, err
+	}
 	if len(r.inflight) > 0 && !now.Before(r.renewAt) {
 		if err := r.renew(ctx, now); err != nil {
 			return false, err
@@ -244,9 +279,11 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 	return picked == free, nil
 }
 
-// drain records the sends that have finished, without waiting.
+// drain records the sends that have finished, without waiting, and the
+// outcomes a failed transaction left unrecorded.
 func (r *runner) drain(ctx, sendCtx context.Context) error {
-	var fs []finished
+	fs := r.unrecorded
+	r.unrecorded = nil
 	for {
 		select {
 		case f := <-r.done:
@@ -486,6 +523,11 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items
 		evs = append(evs, events(now, StateSending, "", keys...)...)
 	}
 	if err := tx.Commit(); err != nil {
+		// The claims may have been committed all the same (the answer
+		// was lost): putBack queues them again before anything else.
+		for _, it := range items {
+			r.uncertain = append(r.uncertain, it.Key)
+		}
 		return nil, 0, fmt.Errorf("outbox: run: %w", err)
 	}
 	o.notify(evs)
@@ -663,10 +705,16 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return nil
 	}
 	o := r.o
-	// Recorded or not, these sends are over. (An outcome that could not be
-	// recorded leaves its item sending: once its lease ends, it becomes
-	// submitted_unknown, never resent.)
+	// Recorded, these sends are over; not recorded (a database error),
+	// they are kept, still in flight with their leases renewed, and
+	// recorded by the next drain. (Recording twice is harmless: each
+	// update applies only to an item this Run still has sending.)
+	recorded := false
 	defer func() {
+		if !recorded {
+			r.unrecorded = fs
+			return
+		}
 		for _, f := range fs {
 			delete(r.inflight, f.it.Key)
 		}
@@ -698,7 +746,27 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
+	recorded = true
 	o.notify(evs)
+	return nil
+}
+
+// putBack queues again the items a claim transaction whose commit failed
+// may have claimed: their sends never started, so they go back to their
+// lane's head with their attempt uncounted (nothing happens to those the
+// failed transaction did not claim).
+func (r *runner) putBack(ctx context.Context, now time.Time) error {
+	if len(r.uncertain) == 0 {
+		return nil
+	}
+	o := r.o
+	const why = "claim not confirmed by the database: never sent, queued again"
+	args := append([]any{nanos(now), nanos(now), why, r.owner}, r.uncertain...)
+	if _, err := o.db.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
+		lease_until = 0, attempts = attempts - 1 WHERE state = 'sending' AND owner = ? AND ikey IN (?`+strings.Repeat(", ?", len(r.uncertain)-1)+`)`), args...); err != nil {
+		return fmt.Errorf("outbox: run: putting back unconfirmed claims: %w", err)
+	}
+	r.uncertain = nil
 	return nil
 }
 
@@ -710,7 +778,8 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 	done := map[string]bool{}
 	var acc []finished
 	for _, f := range fs {
-		if f.err == nil && f.res != nil && f.res.MessageID != "" {
+		// A held send records its sub-state one by one (outcome).
+		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
 			acc = append(acc, f)
 		}
 	}
@@ -749,7 +818,7 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		if f.res != nil {
 			wamid = f.res.MessageID
 		}
-		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+		return r.setState(ctx, tx, now, key, StateAccepted, 0, acceptedReason(f.res), wamid)
 	}
 	code := 0
 	var ge *errcodes.Error

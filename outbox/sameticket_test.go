@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,10 +12,12 @@ import (
 )
 
 // One key enqueued at once by many goroutines through two Outboxes on one
-// Postgres (to different recipients, so that no lane lock orders them) is
-// stored once, and every caller gets the stored item's ticket: the same
-// state, enqueue instant and deadline. (A caller whose insert met the
-// other Outbox's uncommitted row got a ticket with neither instant.)
+// Postgres is stored once, and every caller with the stored message gets
+// the stored item's ticket: the same state, enqueue instant and deadline.
+// (A caller whose insert met the other Outbox's uncommitted row got a
+// ticket with neither instant.) Half the callers write to another
+// recipient, so that no lane lock orders them: they race the insert, and
+// are refused with ErrIdempotencyConflict (a key names one message).
 func TestPostgresSameKeySameTicket(t *testing.T) {
 	dsn := requirePostgres(t)
 	ctx := t.Context()
@@ -31,6 +34,7 @@ func TestPostgresSameKeySameTicket(t *testing.T) {
 	exp := time.Now().Add(time.Hour).Truncate(time.Second)
 	var mu sync.Mutex
 	tickets := map[string][]outbox.Ticket{}
+	conflicts := map[string]int{}
 	// Every round starts at once for all (goroutines drift apart
 	// otherwise, and meet less).
 	starts := make([]chan struct{}, rounds)
@@ -45,11 +49,15 @@ func TestPostgresSameKeySameTicket(t *testing.T) {
 		wg.Go(func() {
 			for r := range rounds {
 				<-starts[r]
-				m := cloudapi.Text(recipient(100*r+g), "x")
+				m := cloudapi.Text(recipient(100*r+g%2), "x")
 				m.IdempotencyKey = fmt.Sprintf("same-%d", r)
 				m.ExpiresAt = exp
 				tk, err := o.Enqueue(ctx, from, m)
-				if err != nil {
+				if errors.Is(err, outbox.ErrIdempotencyConflict) {
+					mu.Lock()
+					conflicts[m.IdempotencyKey]++
+					mu.Unlock()
+				} else if err != nil {
 					t.Error(err)
 				} else {
 					mu.Lock()
@@ -81,6 +89,9 @@ func TestPostgresSameKeySameTicket(t *testing.T) {
 		}
 		if news != 1 {
 			t.Errorf("%s: %d callers were told they stored it", key, news)
+		}
+		if len(ts) != goroutines/2 || conflicts[key] != goroutines/2 {
+			t.Errorf("%s: %d tickets and %d conflicts, want %d of each", key, len(ts), conflicts[key], goroutines/2)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package outbox
 
-import "time"
+import (
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+)
 
 // State is where an item stands. The zero State is StateQueued.
 type State int
@@ -125,4 +129,25 @@ type Item struct {
 	Reason string
 	// History lists every transition, oldest first (Get fills it).
 	History []Transition
+}
+
+// ReasonHeld is the Reason of an accepted item that Meta holds for
+// business portfolio pacing (the send answered message_status
+// held_for_quality_assessment): a sub-state of StateAccepted. The item
+// stays accepted, since the request succeeded and must never be resent;
+// its outcome comes by status webhook through Reconcile: delivered or read
+// once Meta releases it, failed with code 132015 (TemplatePaused) if Meta
+// drops it.
+const ReasonHeld = "held_for_quality_assessment"
+
+// Held reports whether the item is accepted and held by Meta for business
+// portfolio pacing (see ReasonHeld).
+func (it Item) Held() bool { return it.State == StateAccepted && it.Reason == ReasonHeld }
+
+// acceptedReason is the Reason an accepted send records.
+func acceptedReason(res *cloudapi.Result) string {
+	if res.Held() {
+		return ReasonHeld
+	}
+	return ""
 }

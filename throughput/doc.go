@@ -41,10 +41,26 @@
 // 99 % at 1,000, and at least 95 % for any figure of 20 and up.
 //
 // After Meta refuses a send for the whole number, [Limiter.Refused] holds
-// only that number: after 130429 for 1 s, doubling with consecutive
-// refusals up to 30 s, and (unless [WithAdaptiveRate](false)) cuts the rate
-// to 3/4, recovering a tenth of it every 10 s; after 131057 or 2494100
-// (maintenance) it polls every 10 s, 20 s, 40 s, then every minute.
+// only that number: after 130429 for 1 s, refusals that arrive together
+// (during the hold or within a second after it) being one event, doubling
+// only for events not separated by an acceptance, up to 30 s; the rate
+// stays unless events keep coming (one within 10 s of the previous), when
+// (unless [WithAdaptiveRate](false)) it is cut to 3/4, recovering a tenth
+// of it every 10 s. After 131057 or 2494100 (maintenance) it polls every
+// 10 s, 20 s, 40 s, then every minute.
+//
+// # Write-time pacing
+//
+// A Limiter decides when a send may leave; Meta counts it when it arrives.
+// A sender reports each send's lateness with [Limiter.ObserveSend]: how
+// long after its slot it was checked just before writing, and how long
+// the write then took. A send later than [Limiter.Tolerance] gives its
+// slot back and takes a new one; [Limiter.Margin] stretches the bucket's
+// second so that sends whose lateness differs by up to the margin plus one
+// interval still fit one second at Meta. Both follow recent lateness (per
+// Limiter, in memory): on an idle machine the margin is 0, under load it
+// grows. The cloudapi Client does all this for every message;
+// [WithHeadroom] fixes the margin instead.
 // [Limiter.SetMPSAt] applies a new figure after an upgrade. Figures above
 // [MaxMPS] are clamped.
 //

@@ -40,9 +40,10 @@ var (
 
 // Holds after Meta refuses a send for the whole number.
 var (
-	// throttleHolds is the hold after consecutive 130429 answers. Meta's
-	// window is one second, so the first hold lets it clear; repeated ones
-	// mean capacity is taken by traffic wapace does not see.
+	// throttleHolds is the hold after consecutive 130429 events (refusals
+	// that arrive together are one, see Refused). Meta's window is one
+	// second, so the first hold lets it clear; repeated ones mean capacity
+	// is taken by traffic wapace does not see.
 	throttleHolds = backoff.Exponential{Initial: time.Second, Factor: 2, Max: 30 * time.Second}
 	// maintenanceHolds polls a number in maintenance (131057, 2494100):
 	// Meta says a throughput upgrade makes it unusable for up to about a
@@ -50,9 +51,14 @@ var (
 	maintenanceHolds = backoff.Exponential{Initial: 10 * time.Second, Factor: 2, Max: time.Minute}
 )
 
-// Adaptive rate after 130429: each answer cuts the rate to 3/4 of its
-// current value (not below a tenth of the configured rate); every 10 s
-// without one gives back a tenth of the configured rate.
+// throttleTail is how long after the end of a 130429 event's hold another
+// 130429 still belongs to the event.
+const throttleTail = time.Second
+
+// Adaptive rate after 130429: an event that begins within recoverEvery of
+// the previous one cuts the rate to 3/4 of its current value (not below a
+// tenth of the configured rate); every 10 s without one gives back a tenth
+// of the configured rate.
 const (
 	cutFactor    = 0.75
 	minFactor    = 0.1
@@ -70,6 +76,7 @@ type options struct {
 	store    Store
 	key      string
 	business string // WithBusinessID: the Budget's business object
+	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
 }
 
 func buildOptions(opts []Option) options {
@@ -100,22 +107,21 @@ func WithClock(c clock.Clock) Option {
 
 // WithHeadroom keeps fraction f of the number's throughput free for other
 // traffic: Meta counts inbound messages against the same limit. Values are
-// clamped to [0, 0.9]; the default is 0. Limiter only.
+// clamped to [0, 0.9]. Limiter only.
 //
-// Headroom also absorbs network jitter. The Limiter spaces sends at the
-// instants it decides, but Meta sees them when they arrive: at the full
-// rate, a request delayed by more than one interval (12.5 ms at 80
-// messages/s) while the next ones arrive on time puts one more message
-// into a second than the limit. Senders whose requests are queued or
-// retried on the way (proxies, busy hosts, several processes sharing one
-// number through a shared store) should keep some headroom; 0.2 absorbed
-// the delays of a loaded 2-core machine in this module's tests.
+// Without WithHeadroom the Limiter needs none for jitter: the margin
+// follows the lateness its sender observes ([Limiter.ObserveSend],
+// [Limiter.Margin]; cloudapi reports every send). WithHeadroom fixes the
+// margin instead: the adaptive margin is off (Margin is 0) and the
+// tolerance is half an interval, so give a headroom that covers the
+// lateness of your senders as well as any traffic wapace does not see.
 func WithHeadroom(f float64) Option {
 	return func(o *options) {
 		if math.IsNaN(f) {
 			f = 0
 		}
 		o.headroom = min(max(f, 0), 0.9)
+		o.fixed = true
 	}
 }
 
@@ -152,16 +158,25 @@ type Limiter struct {
 	b        memBucket   // the bucket when opts.store is nil
 	degraded atomic.Bool // the adaptive rate is below the configured one
 
-	mu          sync.Mutex // protects the fields below
-	mps         int
-	perSecond   int
-	factor      float64   // fraction of perSecond in use
-	lastChange  time.Time // of factor
-	throttles   int       // consecutive 130429 answers
-	maintenance int       // consecutive 131057 or 2494100 answers
-	interval    time.Duration
-	burst       int
-	heldUntil   int64 // the latest hold known, for HeldUntil
+	mu            sync.Mutex // protects the fields below
+	mps           int
+	perSecond     int
+	factor        float64   // fraction of perSecond in use
+	lastChange    time.Time // of factor
+	throttles     int       // consecutive 130429 answers
+	maintenance   int       // consecutive 131057 or 2494100 answers
+	interval      time.Duration
+	interval0     time.Duration // the interval without the margin
+	burst         int
+	heldUntil     int64 // the latest hold known, for HeldUntil
+	eventEnd      int64 // the end of the hold of the current 130429 event
+	lastEvent     int64 // when the latest 130429 event began
+	margin        time.Duration
+	late          lateness // recent lateness, see ObserveSend
+	looseTolAt    int64    // when a pending higher tolerance may apply (0: none)
+	looseMarginAt int64    // when a pending lower margin may apply (0: none)
+	tolerance     atomic.Int64
+	lastSlot      atomic.Int64 // the latest instant a reservation was handed out for
 }
 
 // New returns a Limiter for a number allowed mps messages per second
@@ -218,6 +233,11 @@ func (l *Limiter) setLocked(t int64, mps int) {
 
 func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
+	l.interval0 = intervalOf(r)
+	if l.late.n == 0 {
+		l.tolerance.Store(int64(l.interval0 / 2))
+	}
+	r /= 1 + l.margin.Seconds()
 	l.burst, l.interval = b, intervalOf(r)
 	l.b.setParams(t, l.interval, l.burst)
 	l.degraded.Store(l.factor < 1)
@@ -318,7 +338,12 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 	if l.degraded.Load() {
 		l.recover(tn)
 	}
-	return reserveBucket(ctx, &l.b, l.opts, l.clock, l.knownHold, tn, n, maxWait)
+	r := reserveBucket(ctx, &l.b, l.opts, l.clock, l.knownHold, tn, n, maxWait)
+	if r.ok && !l.opts.fixed {
+		for last := l.lastSlot.Load(); r.tk.Act > last && !l.lastSlot.CompareAndSwap(last, r.tk.Act); last = l.lastSlot.Load() {
+		}
+	}
+	return r
 }
 
 // knownHold returns the latest hold this Limiter applied or met.
@@ -406,15 +431,22 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 
 // Refused records that Meta refused a send from this number at t with
-// code, and returns the hold applied to the whole number:
+// code, and returns the hold of the whole number from t:
 //
-//   - 130429 (throughput): 1 s, doubling with each consecutive 130429 up to
-//     30 s. With the adaptive rate on (the default), each one also cuts the
-//     rate to 3/4 (not below a tenth of the configured rate), and every 10 s
-//     without one gives back a tenth: a 130429 despite pacing means the
-//     number's capacity is shared with traffic the limiter does not see
-//     (inbound messages, another process), and sending at the old rate would
-//     only meet it again.
+//   - 130429 (throughput): Meta counts a number's messages in one-second
+//     windows and asks the sender to wait "until you are within your
+//     allowed level again". Refusals that arrive during the hold of an
+//     earlier one, or within a second after it, are one event (requests on
+//     the way together, or met at the hold's end): they change nothing and
+//     return what remains of that hold, at least one interval. A new event
+//     holds the number for 1 s, doubling with each event not separated from
+//     the previous one by an [Limiter.Accepted], up to 30 s. The rate stays
+//     as it was, unless the event began within 10 s of the previous one
+//     (refusals keep coming despite pacing: the number's capacity is shared
+//     with traffic the limiter does not see, such as inbound messages):
+//     then, with the adaptive rate on (the default), the rate is cut to 3/4
+//     (not below a tenth of the configured rate), and every 10 s without an
+//     event gives back a tenth of it.
 //   - 131057 and 2494100 (maintenance, such as a throughput upgrade): 10 s,
 //     then 20 s, 40 s, 60 s, ...: the number is polled about once a minute
 //     until it answers.
@@ -423,17 +455,27 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 // With a Store whose hold fails, the hold is kept locally only.
 func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 	l.init()
+	tn := t.UnixNano()
 	l.mu.Lock()
 	var hold time.Duration
 	switch code {
 	case errcodes.ThroughputLimit:
+		if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
+			// The same event: the rest of its hold, or one interval when
+			// the refusal comes just after it (the requests that met
+			// the hold's end answered together).
+			rest := max(time.Duration(l.eventEnd-tn), l.interval)
+			l.mu.Unlock()
+			return rest
+		}
 		hold = throttleHolds.Delay(l.throttles)
 		l.throttles++
-		if l.opts.adaptive {
+		if l.opts.adaptive && l.lastEvent != 0 && tn-l.lastEvent < int64(recoverEvery) {
 			l.factor = max(l.factor*cutFactor, minFactor)
 			l.lastChange = t
-			l.applyLocked(t.UnixNano())
+			l.applyLocked(tn)
 		}
+		l.lastEvent, l.eventEnd = tn, sat.Add(tn, int64(hold))
 	case errcodes.Maintenance, errcodes.MaintenanceMode:
 		hold = maintenanceHolds.Delay(l.maintenance)
 		l.maintenance++
@@ -441,7 +483,7 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 		l.mu.Unlock()
 		return 0
 	}
-	until := sat.Add(t.UnixNano(), int64(hold))
+	until := sat.Add(tn, int64(hold))
 	l.heldUntil = max(l.heldUntil, until)
 	l.mu.Unlock()
 	extend(&l.b, l.opts, until)

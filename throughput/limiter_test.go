@@ -152,7 +152,7 @@ func TestRefusedHoldsOnlyThatNumber(t *testing.T) {
 		if held.AllowN(now, 1) {
 			t.Error("AllowN admitted a send during a hold")
 		}
-		now = now.Add(h)
+		now = now.Add(h + time.Second) // after the event's tail: refusals that keep coming
 	}
 	s := time.Second
 	if diff := cmp.Diff([]time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 30 * s}, holds); diff != "" {
@@ -203,10 +203,18 @@ func TestAdaptiveRateCutsAndRecovers(t *testing.T) {
 	full := rateOver(lim, t0, 10*time.Second)
 	hold := lim.Refused(t0.Add(10*time.Second), errcodes.ThroughputLimit)
 	start := t0.Add(10*time.Second + hold)
+	same := rateOver(lim, start, 2*time.Second)
+	if same < 0.99*full {
+		t.Errorf("rate after one 130429 event = %.1f/s, want the same rate %.1f", same, full)
+	}
+	// Refusals keep coming: a second event within 10 s of the first.
+	start = start.Add(2 * time.Second)
+	hold = lim.Refused(start, errcodes.ThroughputLimit)
+	start = start.Add(hold)
 	cut := rateOver(lim, start, 5*time.Second)
 	later := rateOver(lim, start.Add(2*time.Minute), 10*time.Second)
 	if !(cut < 0.8*full) {
-		t.Errorf("rate after a 130429 = %.1f/s, want about 3/4 of %.1f", cut, full)
+		t.Errorf("rate after a second 130429 event = %.1f/s, want about 3/4 of %.1f", cut, full)
 	}
 	if later < 0.95*full {
 		t.Errorf("rate two minutes later = %.1f/s, want recovered to %.1f", later, full)

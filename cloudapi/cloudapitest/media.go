@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -51,8 +50,8 @@ func (s *Server) handleMedia(r *http.Request) (*httptest.ResponseRecorder, bool)
 	if !up && info == nil && down == nil {
 		return nil, false
 	}
-	if !s.authorized(r) {
-		return fail(http.StatusUnauthorized, errcodes.AccessTokenExpired, "Invalid OAuth access token.")
+	if status, code, details, ok := s.authFailure(r); !ok {
+		return fail(status, code, details)
 	}
 	switch {
 	case up && r.Method == http.MethodPost:
@@ -102,12 +101,6 @@ func (s *Server) handleMedia(r *http.Request) (*httptest.ResponseRecorder, bool)
 		return fail(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported media request")
 	}
 	return w, true
-}
-
-// authorized reports whether r carries an acceptable bearer token.
-func (s *Server) authorized(r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	return strings.HasPrefix(auth, "Bearer ") && len(auth) > len("Bearer ") && (s.token == "" || auth == "Bearer "+s.token)
 }
 
 func sha256Hex(b []byte) string {

@@ -1,7 +1,10 @@
 // Package cloudapitest is a fake WhatsApp Cloud API for tests: it serves
-// /{version}/{phone-number-id}/messages with Meta's JSON for success and
-// errors and enforces its own reading of Meta's limits, so that a sender can
-// be tested offline, on simulated time.
+// /{version}/{phone-number-id}/messages and /marketing_messages (the
+// Marketing Messages API, which shares the number's throughput and the pair
+// rule) with Meta's JSON for success and errors, lists the templates it is
+// given (WithTemplate) at /{version}/{waba-id}/message_templates, and
+// enforces its own reading of Meta's limits, so that a sender can be tested
+// offline, on simulated time.
 //
 // The fake implements the rules itself (it does not import pairlimit or
 // throughput), so the library and the fake check each other:
@@ -103,6 +106,9 @@ func WithPairRule(interval time.Duration, burst int, window time.Duration) Optio
 type Request struct {
 	// At is the instant the server handled it.
 	At time.Time
+	// Path is the request's URL path, such as
+	// "/v26.0/106540352242922/marketing_messages".
+	Path string
 	// PhoneNumberID is the business number in the path.
 	PhoneNumberID string
 	// To is the recipient: a phone number's digits, or the business-scoped
@@ -136,7 +142,8 @@ type Failure struct {
 	Nth int
 	// Code answers a Graph error with this code.
 	Code errcodes.Code
-	// Status is the HTTP status: with Code, 400 if zero; without Code, a
+	// Status is the HTTP status: with Code, Meta's for it if zero (401 for
+	// 190, 400 otherwise); without Code, a
 	// bare status with a non-Graph body (a proxy's 502, say), 500 if zero.
 	// A status outside 100 to 599 counts as zero.
 	Status int
@@ -180,6 +187,11 @@ type Server struct {
 	hung     map[net.Conn]struct{} // connections a hang holds open
 	media    map[string]mediaAsset // uploads by media ID
 	mediaSeq int
+	// templates, with WithTemplate, are the templates the server knows;
+	// nil accepts every template name.
+	templates     map[templateKey]*fakeTemplate
+	templateCalls int                  // message_templates requests answered
+	held          map[string]*heldRule // by template name: business portfolio pacing
 }
 
 type scripted struct {
@@ -315,7 +327,7 @@ func (s *Server) Accepted() int {
 	return n
 }
 
-var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/messages$`)
+var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/(messages|marketing_messages)$`)
 
 // ServeHTTP answers one request as the Cloud API would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -368,10 +380,13 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	if w, ok := s.handleMedia(r); ok {
 		return w, nil
 	}
+	if w, ok := s.handleTemplates(r); ok {
+		return w, nil
+	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
 	now := s.clock.Now()
-	req := Request{At: now}
+	req := Request{At: now, Path: r.URL.Path}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
 	req.Body = body
 	s.mu.Lock()
@@ -381,15 +396,18 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		writeError(w, status, code, details, s.seq)
 		s.requests = append(s.requests, req)
 	}
+	if !knownVersion(r.URL.Path) {
+		answer(http.StatusBadRequest, codeUnknownPath, "Unknown path components: "+r.URL.Path)
+		return w, nil
+	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPost || m == nil {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported request: use POST /{version}/{phone-number-id}/messages")
+		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages or /marketing_messages")
 		return w, nil
 	}
 	req.PhoneNumberID = m[2]
-	auth := r.Header.Get("Authorization")
-	if !strings.HasPrefix(auth, "Bearer ") || len(auth) == len("Bearer ") || (s.token != "" && auth != "Bearer "+s.token) {
-		answer(http.StatusUnauthorized, errcodes.AccessTokenExpired, "Invalid OAuth access token.")
+	if status, code, details, ok := s.authFailure(r); !ok {
+		answer(status, code, details)
 		return w, nil
 	}
 	if err != nil || len(body) > 1<<20 {
@@ -405,7 +423,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		answer(http.StatusBadRequest, errcodes.MissingParameter, "messaging_product must be whatsapp")
 		return w, nil
 	}
-	if str(msg["status"]) == "read" {
+	if str(msg["status"]) == "read" && m[3] == "messages" {
 		req.Type = "read"
 		if str(msg["message_id"]) == "" {
 			answer(http.StatusBadRequest, errcodes.MissingParameter, "message_id is required")
@@ -445,6 +463,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
 		return w, nil
 	}
+	if status, code, details := s.checkTemplate(m[3], msg, req.Type); code != 0 {
+		answer(status, code, details)
+		return w, nil
+	}
 
 	if f := s.takeScript(req.To); f != nil {
 		switch {
@@ -466,7 +488,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		default:
 			status := f.Status
 			if status == 0 {
-				status = http.StatusBadRequest
+				status = statusFor(f.Code)
 			}
 			answer(status, f.Code, "Scripted failure")
 			return w, f
@@ -496,7 +518,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	mm := map[string]string{"id": req.MessageID}
 	if req.Type == "template" {
-		mm["message_status"] = "accepted"
+		mm["message_status"] = s.messageStatus(msg)
 	}
 	resp["messages"] = []map[string]string{mm}
 	_ = json.NewEncoder(w).Encode(resp)
@@ -594,17 +616,8 @@ func (s *Server) takeScript(to string) *Failure {
 	return nil
 }
 
-func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, details string, seq int) {
-	cl := errcodes.Lookup(code)
-	e := &errcodes.Error{
-		Code: code, Type: "OAuthException", Message: "(#" + strconv.Itoa(int(code)) + ") " + cl.Title,
-		Details: details, MessagingProduct: "whatsapp", FBTraceID: "FAKE" + strconv.Itoa(seq),
-	}
-	obj, _ := json.Marshal(e)
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"error":`))
-	_, _ = w.Write(obj)
-	_, _ = w.Write([]byte("}"))
+func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, details string, _ int) {
+	writeGraphError(w, status, code, details)
 }
 
 func str(raw json.RawMessage) string {

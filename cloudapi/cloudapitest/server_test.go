@@ -172,7 +172,7 @@ func TestRejectsBadRequests(t *testing.T) {
 			status                   int
 			code                     errcodes.Code
 		}{
-			{"POST", "/v23.0/1/messages", "", ok, 401, errcodes.AccessTokenExpired},
+			{"POST", "/v23.0/1/messages", "", ok, 401, 104}, // Meta: an access token is required
 			{"POST", "/v23.0/1/messages", "Bearer wrong", ok, 401, errcodes.AccessTokenExpired},
 			{"GET", "/v23.0/1/messages", "Bearer right", "", 400, errcodes.InvalidParameter},
 			{"POST", "/v23.0/abc/messages", "Bearer right", ok, 400, errcodes.InvalidParameter},

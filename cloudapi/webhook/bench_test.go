@@ -1,11 +1,13 @@
 package webhook_test
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/cloudapi/webhook"
 )
 
@@ -67,6 +69,36 @@ func benchParse(b *testing.B, count int) {
 		for b.Loop() {
 			var n strictNotification
 			if err := json.Unmarshal(body, &n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkServeHTTP is a 3 MB batch of 8,000 new messages through the
+// handler (signature, decoding, de-duplication by ID and content, delivery)
+// against Parse alone, interleaved.
+func BenchmarkServeHTTP(b *testing.B) {
+	var msgs []string
+	for i := range 8000 {
+		msgs = append(msgs, `{"from":"237690000001","id":"wamid.`+strconv.Itoa(i)+`","timestamp":"1767225601","type":"text","text":{"body":"`+strings.Repeat("x", 280)+`"}}`)
+	}
+	body := envelope("messages", messagesValue(`"messages":[`+strings.Join(msgs, ",")+`]`))
+	sig := cloudapitest.Sign([]byte(body), appSecret)
+	b.Run("handler", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			h, _ := webhook.NewHandler(appSecret, webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }),
+				webhook.OnMessage(func(context.Context, webhook.Event, *webhook.Message) error { return nil }))
+			if code := postSigned(h, body, sig); code != 200 {
+				b.Fatal(code)
+			}
+		}
+	})
+	b.Run("parse-baseline", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := webhook.Parse([]byte(body)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -31,9 +31,10 @@
 // with [Change] values per field. A change of field "messages" carries a
 // [Value] with [Message] and [Status] items, the business number
 // ([Metadata]) and the [Contact] list; other fields have their own types
-// ([TemplateStatusUpdate], [QualityUpdate], [CapabilityUpdate],
-// [AccountUpdate], [UserPreference]) or stay raw in [Change].Raw. The
-// callbacks receive each item with its [Event]: where it came from.
+// ([TemplateStatusUpdate], [TemplateCategoryUpdate], [QualityUpdate],
+// [CapabilityUpdate], [AccountUpdate], [UserPreference]) or stay raw in
+// [Change].Raw. The callbacks receive each item with its [Event]: where it
+// came from, and when (the entry's time).
 //
 // Decoding is lenient and lossless. A number where Meta documents a numeric
 // string is accepted; a field that does not fit its Go type is kept raw in
@@ -44,12 +45,38 @@
 // nothing Meta sends is lost between the wire and the application.
 //
 // Meta delivers at least once and redelivers for up to 7 days until it gets
-// a 200. The handler answers 200 once every callback accepted its items,
-// 500 when one returned an error (and forgets the items of that delivery,
-// so that the redelivery is handed over again), 401 without a signature,
-// 403 on a bad one, 413 above [MaxBody], and 400 only for a body that is not
-// a JSON object. A handler needs [OnNotification] or [OnOther], so that no
-// field is ever acknowledged unseen.
+// a 200. The handler never answers 200 unless the callbacks took every
+// item: it answers 200 once every callback accepted its items; 500 when one
+// returned an error; 503 when some items are still in the callbacks of a
+// concurrent delivery (Meta's retry of a slow attempt), which may yet fail;
+// 401 without a signature, 403 on a bad one, 413 above [MaxBody], and 400
+// only for a body that is not a JSON object. The [Deduper] records an item
+// only once its delivery succeeded: the items of a delivery whose callback
+// failed or panicked are new again, so the redelivery is handed over. An
+// item is named by its ID and a hash of its content: a repeat of an ID with
+// other content is delivered. A handler needs [OnNotification] or
+// [OnOther], so that no field is ever acknowledged unseen.
+//
+// # Serving
+//
+// The Handler reads at most [MaxBody] bytes but sets no deadline: the
+// http.Server in front of it must, or clients trickling a body hold their
+// connections for as long as they like. Meta posts at most 3 MB from its
+// data centres, so tight limits cost nothing:
+//
+//	srv := &http.Server{
+//		Handler:           h,
+//		ReadHeaderTimeout: 5 * time.Second,
+//		ReadTimeout:       20 * time.Second, // headers and the whole body
+//		WriteTimeout:      40 * time.Second, // the callbacks run within it
+//		IdleTimeout:       60 * time.Second,
+//		MaxHeaderBytes:    64 << 10,
+//	}
+//
+// Keep the callbacks well inside WriteTimeout (and Meta's own wait for an
+// answer): a callback still running when Meta gives up leads to a
+// redelivery, answered 503 until the first attempt ends. A reverse proxy
+// in front should buffer request bodies and have equivalent limits.
 //
 // # Errors
 //

@@ -87,6 +87,7 @@ var otherFields = map[string]string{
 	"message_template_quality_update": `{"previous_quality_score":"GREEN","new_quality_score":"YELLOW","message_template_id":1234567890,"message_template_name":"spring_sale","message_template_language":"en_US"}`,
 	"group_lifecycle_update":          messagesValue(`"groups":[{"timestamp":"1767225803","group_id":"120363000000000001","type":"group_create","request_id":"r1"}]`),
 	"partner_solutions":               `{"event":"SOLUTION_CREATED","solution_id":"5","solution_status":"ACTIVE"}`,
+	"template_category_update":        `{"message_template_id":1432658294580282,"message_template_name":"order_update","message_template_language":"en_US","previous_category":"UTILITY","new_category":"MARKETING"}`,
 	"some_field_from_2027":            `{"anything":[1,2,3]}`,
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -76,6 +77,22 @@ type Event struct {
 	Metadata Metadata
 	// Contacts are the users the change is about.
 	Contacts []Contact
+	// Time is the entry's time (entry[].time, when Meta triggered the
+	// webhook), or the zero Time when the entry carries none.
+	Time time.Time
+}
+
+// entryTime reads entry[].time: Unix seconds as Meta documents it, or
+// milliseconds from senders that send those (a value past the year 5138 in
+// seconds).
+func entryTime(t int64) time.Time {
+	switch {
+	case t <= 0:
+		return time.Time{}
+	case t >= 1e11:
+		return time.UnixMilli(t)
+	}
+	return time.Unix(t, 0)
 }
 
 // Contact returns the contact who sent m (matched on phone number or
@@ -154,6 +171,14 @@ func OnCapability(f func(context.Context, Event, *CapabilityUpdate) error) Optio
 	return func(h *Handler) error { h.onCapability = f; return nil }
 }
 
+// OnTemplateCategory sets the callback for template_category_update: a
+// template's category changed, or is going to (Impending). Feed a
+// cloudapi.TemplateRegistry from it (ApplyCategoryUpdate) so that the
+// Client routes the template by its latest category.
+func OnTemplateCategory(f func(context.Context, Event, *TemplateCategoryUpdate) error) Option {
+	return func(h *Handler) error { h.onCategory = f; return nil }
+}
+
 // OnOther sets the callback for every change no typed callback took in
 // full: fields without a typed callback (account_update, user_preferences,
 // calls, history, unknown fields, ...), the parts of a messages change whose
@@ -170,11 +195,15 @@ func OnOther(f func(context.Context, Event, *Change) error) Option {
 // delivers at least once and retries for up to 7 days) and handed to the
 // callbacks.
 //
-// It answers 200 once the callbacks accepted everything, including items
-// with decoding problems (they are reported, never a reason to reject a
-// signed batch that Meta would redeliver for days); 500 when a callback
-// returns an error, so that Meta delivers again; 400 only for a body that is
-// not a JSON object at all. It is safe for concurrent use.
+// It answers 200 only once the callbacks accepted everything, including
+// items with decoding problems (they are reported, never a reason to reject
+// a signed batch that Meta would redeliver for days); 500 when a callback
+// returns an error, so that Meta delivers again (a callback that panics
+// leaves the panic to net/http, which drops the connection: Meta delivers
+// again too); 503 when some items are still in the callbacks of a
+// concurrent delivery (the others are delivered), since that delivery may
+// yet fail; 400 only for a body that is not a JSON object at all. It is safe
+// for concurrent use.
 type Handler struct {
 	appSecret   string
 	verifyToken string
@@ -187,6 +216,7 @@ type Handler struct {
 	onTemplate   func(context.Context, Event, *TemplateStatusUpdate) error
 	onQuality    func(context.Context, Event, *QualityUpdate) error
 	onCapability func(context.Context, Event, *CapabilityUpdate) error
+	onCategory   func(context.Context, Event, *TemplateCategoryUpdate) error
 	onOther      func(context.Context, Event, *Change) error
 }
 
@@ -213,7 +243,7 @@ func NewHandler(appSecret string, opts ...Option) (*Handler, error) {
 		return nil, errors.New("webhook: handler needs OnNotification or OnOther, so that no field is acknowledged unseen")
 	}
 	if h.dedupe == nil {
-		h.dedupe = NewDeduper(100_000, 16<<20)
+		h.dedupe = NewDeduper(defaultDedupeKeys, defaultDedupeBytes)
 	}
 	return h, nil
 }
@@ -249,12 +279,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "malformed notification", http.StatusBadRequest)
 			return
 		}
-		keys := h.dedupe.filter(n)
-		if err := h.deliver(r.Context(), n); err != nil {
-			for _, k := range keys {
-				h.dedupe.Forget(k)
+		// The keys are in flight until the callbacks took every item:
+		// recorded then, dropped if a callback fails or panics (net/http
+		// then drops the connection and Meta delivers again), so that a
+		// redelivery is never answered 200 unseen.
+		keys, busy := h.dedupe.filter(n)
+		taken := false
+		defer func() {
+			if !taken {
+				h.dedupe.release(keys)
 			}
+		}()
+		if err := h.deliver(r.Context(), n); err != nil {
 			http.Error(w, "handler failed", http.StatusInternalServerError)
+			return
+		}
+		h.dedupe.commit(keys)
+		taken = true
+		if busy {
+			// Some items are in another delivery's callbacks, which may
+			// yet fail: not acknowledged, Meta delivers them again.
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "delivery in progress", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -282,7 +328,7 @@ func (h *Handler) deliver(ctx context.Context, n *Notification) error {
 			for _, p := range c.Problems {
 				inChange[p] = true
 			}
-			if err := h.deliverChange(ctx, e.ID, c); err != nil {
+			if err := h.deliverChange(ctx, Event{WABAID: e.ID, Field: c.Field, Time: entryTime(e.Time)}, c); err != nil {
 				return err
 			}
 		}
@@ -302,8 +348,7 @@ func (h *Handler) deliver(ctx context.Context, n *Notification) error {
 	return nil
 }
 
-func (h *Handler) deliverChange(ctx context.Context, waba string, c *Change) error {
-	ev := Event{WABAID: waba, Field: c.Field}
+func (h *Handler) deliverChange(ctx context.Context, ev Event, c *Change) error {
 	if c.Value != nil {
 		ev.Metadata, ev.Contacts = c.Value.Metadata, c.Value.Contacts
 	}
@@ -355,6 +400,10 @@ func (h *Handler) deliverChange(ctx context.Context, waba string, c *Change) err
 		}
 	case c.Capability != nil && h.onCapability != nil:
 		if err := h.onCapability(ctx, ev, c.Capability); err != nil {
+			return err
+		}
+	case c.TemplateCategory != nil && h.onCategory != nil:
+		if err := h.onCategory(ctx, ev, c.TemplateCategory); err != nil {
 			return err
 		}
 	default:

@@ -39,7 +39,8 @@ func (n Notification) MarshalJSON() ([]byte, error) { return encodeObject(reflec
 type Entry struct {
 	// ID is the WhatsApp Business Account ID.
 	ID string `json:"id"`
-	// Time is the entry's Unix time, when Meta sends one.
+	// Time is the entry's Unix time, when Meta sends one (see
+	// [Event.Time] for it as a time.Time).
 	Time    int64    `json:"time,omitempty"`
 	Changes []Change `json:"changes"`
 	// Extra holds keys without a typed field, exactly as sent.
@@ -53,13 +54,14 @@ func (e Entry) MarshalJSON() ([]byte, error) { return encodeObject(reflect.Value
 // as account_alerts, security, partner_solutions) is delivered with its raw
 // value only.
 const (
-	FieldMessages        = "messages"
-	FieldTemplateStatus  = "message_template_status_update"
-	FieldQuality         = "phone_number_quality_update"
-	FieldAccountUpdate   = "account_update"
-	FieldUserPreferences = "user_preferences"
-	FieldMessageEchoes   = "smb_message_echoes"
-	FieldCapability      = "business_capability_update"
+	FieldMessages         = "messages"
+	FieldTemplateStatus   = "message_template_status_update"
+	FieldQuality          = "phone_number_quality_update"
+	FieldAccountUpdate    = "account_update"
+	FieldUserPreferences  = "user_preferences"
+	FieldMessageEchoes    = "smb_message_echoes"
+	FieldCapability       = "business_capability_update"
+	FieldTemplateCategory = "template_category_update"
 )
 
 // Change is one change of one webhook field. Raw always holds the value as
@@ -82,6 +84,8 @@ type Change struct {
 	Capability *CapabilityUpdate `json:"-"`
 	// Account is the decoded account_update, or nil.
 	Account *AccountUpdate `json:"-"`
+	// TemplateCategory is the decoded template_category_update, or nil.
+	TemplateCategory *TemplateCategoryUpdate `json:"-"`
 	// Problems lists the fields of this change that did not fit their typed
 	// fields, including items that could not be decoded at all.
 	Problems []*FieldError `json:"-"`
@@ -517,6 +521,48 @@ type TemplateStatusUpdate struct {
 // MarshalJSON encodes u with its Extra keys.
 func (u TemplateStatusUpdate) MarshalJSON() ([]byte, error) { return encodeObject(reflect.ValueOf(u)) }
 
+// TemplateCategoryUpdate is a template_category_update: a template's
+// category is going to change (an impending notice: CorrectCategory and
+// CategoryUpdateTimestamp are set, and NewCategory holds the category in
+// force until then) or has changed (a completed notice: PreviousCategory
+// and NewCategory). Meta's categories are "MARKETING", "UTILITY" and
+// "AUTHENTICATION". Route on NewCategory of a completed notice only
+// (Completed); an impending notice is information.
+type TemplateCategoryUpdate struct {
+	TemplateID       string `json:"message_template_id"`
+	TemplateName     string `json:"message_template_name,omitempty"`
+	TemplateLanguage string `json:"message_template_language,omitempty"`
+	// PreviousCategory is the category before a completed change.
+	PreviousCategory string `json:"previous_category,omitempty"`
+	// NewCategory is the new category of a completed change, or, in an
+	// impending notice, the category still in force.
+	NewCategory string `json:"new_category,omitempty"`
+	// CorrectCategory is the category an impending change will set.
+	CorrectCategory string `json:"correct_category,omitempty"`
+	// CategoryUpdateTimestamp is the Unix time an impending change takes
+	// effect.
+	CategoryUpdateTimestamp int64                      `json:"category_update_timestamp,omitempty"`
+	Extra                   map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes u with its Extra keys.
+func (u TemplateCategoryUpdate) MarshalJSON() ([]byte, error) {
+	return encodeObject(reflect.ValueOf(u))
+}
+
+// Impending reports whether u announces a change to come: the template's
+// category is not changed yet, and NewCategory is not the category to
+// route on.
+func (u *TemplateCategoryUpdate) Impending() bool {
+	return u.CorrectCategory != "" || u.CategoryUpdateTimestamp != 0
+}
+
+// Completed reports whether u reports a change that took effect, so that
+// NewCategory is the template's latest category.
+func (u *TemplateCategoryUpdate) Completed() bool {
+	return !u.Impending() && u.NewCategory != ""
+}
+
 // QualityUpdate is a phone_number_quality_update: the number's quality
 // rating changed (Event "FLAGGED", "UNFLAGGED") or its messaging limit did
 // ("UPGRADE", "DOWNGRADE", "ONBOARDING"). CurrentLimit is Meta's name for
@@ -614,11 +660,14 @@ func (c *Change) decodeValue(d *decoder) {
 	case c.Field == FieldAccountUpdate:
 		c.Account = new(AccountUpdate)
 		dst = c.Account
+	case c.Field == FieldTemplateCategory:
+		c.TemplateCategory = new(TemplateCategoryUpdate)
+		dst = c.TemplateCategory
 	default:
 		return
 	}
 	if !d.object(c.Raw, reflect.ValueOf(dst).Elem()) {
-		c.Value, c.TemplateStatus, c.Quality, c.Capability, c.Account = nil, nil, nil, nil, nil
+		c.Value, c.TemplateStatus, c.Quality, c.Capability, c.Account, c.TemplateCategory = nil, nil, nil, nil, nil, nil
 	}
 	if len(d.problems) > before {
 		c.Problems = append(c.Problems, d.problems[before:]...)

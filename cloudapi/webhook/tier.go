@@ -3,6 +3,7 @@ package webhook
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wapace/wapace/throughput"
 )
@@ -11,12 +12,17 @@ import (
 // phone_number_quality_update and business_capability_update send it
 // ("TIER_250", "TIER_2K", "TIER_10K", "TIER_100K", "TIER_UNLIMITED"), as a
 // [throughput.Tier] limit: the number of unique users per 24 hours, or
-// [throughput.Unlimited]. A plain number ("10000") reads as itself. It
-// reports false for "TIER_NOT_SET" and for names it cannot read.
+// [throughput.Unlimited]. A plain number ("10000") reads as itself, and
+// "-1", which business_capability_update sends for a portfolio without a
+// limit, reads as throughput.Unlimited. It reports false for "TIER_NOT_SET"
+// and for names it cannot read.
 func TierLimit(name string) (limit int, ok bool) {
 	name = strings.ToUpper(strings.TrimSpace(name))
 	rest, found := strings.CutPrefix(name, "TIER_")
 	if !found {
+		if name == "-1" {
+			return throughput.Unlimited, true
+		}
 		if n, err := strconv.Atoi(name); err == nil && n > 0 && n <= 1_000_000_000 {
 			return n, true
 		}
@@ -51,9 +57,40 @@ func (u *QualityUpdate) TierLimit() (limit int, ok bool) {
 }
 
 // TierLimit returns the portfolio's messaging limit the update reports, or
-// false when it carries none TierLimit reads.
+// false when it carries none TierLimit reads. Meta sends -1 for unlimited,
+// as a number or a string: both read as throughput.Unlimited.
 func (u *CapabilityUpdate) TierLimit() (limit int, ok bool) {
 	return TierLimit(u.MaxDailyConversationsPerBusiness)
+}
+
+// EventThroughputUpgrade is the phone_number_quality_update event Meta sends
+// when a business number's throughput is upgraded (to 1,000 messages per
+// second, after about a minute in which the number answers 131057).
+const EventThroughputUpgrade = "THROUGHPUT_UPGRADE"
+
+// ApplyThroughputUpdate raises l, the limiter of the number u is about, to
+// throughput.Upgraded (1,000 messages per second) at t when u reports a
+// throughput upgrade (Event THROUGHPUT_UPGRADE), and returns the rate it
+// set. It changes nothing and reports false for any other event, or a nil
+// l or u. The update names the number by its display number only: pick the
+// limiter of the phone number ID you send from (Client.Number), for
+// example by the Event's Metadata or your own table:
+//
+//	webhook.OnQuality(func(_ context.Context, ev webhook.Event, u *webhook.QualityUpdate) error {
+//		webhook.ApplyThroughputUpdate(client.Number(numberIDOf(u.DisplayPhoneNumber)), u, ev.Time)
+//		webhook.ApplyTierUpdate(tier, u)
+//		return nil
+//	})
+//
+// t is when the upgrade took effect: the Event's Time, or your clock's Now
+// when the entry carries no time. A zero t changes nothing and reports
+// false.
+func ApplyThroughputUpdate(l *throughput.Limiter, u *QualityUpdate, t time.Time) (mps int, ok bool) {
+	if l == nil || u == nil || t.IsZero() || !strings.EqualFold(strings.TrimSpace(u.Event), EventThroughputUpgrade) {
+		return 0, false
+	}
+	l.SetMPSAt(t, throughput.Upgraded)
+	return throughput.Upgraded, true
 }
 
 // TierUpdate is a webhook value that reports the business portfolio's

@@ -33,6 +33,12 @@
 //	-pair-burst n          pair rule: most messages in a burst (45)
 //	-pair-window d         pair rule: a burst accepts more for d after its
 //	                       first message (6s)
+//	-template n:lang:CAT   a known template in category CAT (MARKETING,
+//	                       UTILITY, AUTHENTICATION), listed at
+//	                       GET /{version}/{waba-id}/message_templates; with
+//	                       any, an unknown name is refused with 132001 and a
+//	                       non-marketing one at /marketing_messages with
+//	                       134100 (repeatable)
 //
 // # Inspection
 //
@@ -41,8 +47,13 @@
 // (biz_opaque_callback_data) and the duplicates (accepted messages beyond the
 // first per key). GET /_fake/requests lists every request with its answer.
 // POST /_fake/fail with {"code":131056,"to":"...","reset":false,"hang":false}
-// scripts one more failure at run time. Webhook deliveries that failed are
-// counted in the stats.
+// scripts one more failure at run time. POST /_fake/recategorize with
+// {"waba_id":"...","name":"...","language":"en_US","category":"MARKETING"}
+// changes a -template's category and posts the signed completed
+// template_category_update to -webhook. Webhook deliveries that failed are
+// counted in the stats. Messages are served at both
+// /{version}/{phone-number-id}/messages and /marketing_messages, which share
+// the pair rule and the number's throughput.
 package main
 
 import (

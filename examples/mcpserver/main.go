@@ -149,7 +149,7 @@ func serveWebhook(log *slog.Logger, addr, appSecret string, ob *outbox.Outbox) (
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := webhookServer(h)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -164,4 +164,20 @@ func serveWebhook(log *slog.Logger, addr, appSecret string, ob *outbox.Outbox) (
 		srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// webhookServer is the HTTP server in front of the webhook handler, with
+// the limits package webhook's documentation asks for: a client that
+// trickles its headers or body is cut off (Meta posts at most 3 MB at data
+// centre speed), a stalled response too, idle keep-alive connections are
+// closed, and headers are capped.
+func webhookServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       20 * time.Second,
+		WriteTimeout:      40 * time.Second, // the callbacks run within it
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
 }

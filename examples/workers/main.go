@@ -5,10 +5,10 @@
 // campaign from the same business number. Their Clients have separate
 // limiters over one redisstore.Store, so they pace as one: the fake
 // answers no 131056 (pair rate) and no 130429 (throughput), and accepts
-// no message twice. Like the pair limiter's margin, the Clients keep a
-// fifth of the number's throughput free (throughput.WithHeadroom): Meta
-// counts requests when they arrive, and requests that leave on time can
-// arrive bunched.
+// no message twice. The Clients use default options: each checks every
+// request just before its bytes leave and gives a late one's slot back
+// for a new one, with a margin that follows the lateness it observes, so
+// that requests do not arrive bunched at Meta.
 //
 //	go run ./examples/workers -redis redis://127.0.0.1:6379/0
 //
@@ -41,19 +41,12 @@ import (
 	"github.com/wapace/wapace/internal/redisserver"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
 )
 
 const (
 	number  = "106540352242922"
 	workers = 3
 	mps     = 20 // the fake's and the Clients' throughput: a campaign that fills it
-	// headroom is the share of mps the Clients leave free. At the full
-	// figure (19 slots a second and a burst of 1), one request arriving
-	// over 52 ms late with the next 20 on time made 21 in a second at the
-	// fake: 130429 in 3 of 5 runs on a loaded 2-core machine. At 15 a
-	// second a request may arrive 330 ms late.
-	headroom = 0.2
 )
 
 // users are the recipients every worker replies to.
@@ -221,7 +214,7 @@ func worker(c config) error {
 	st := redisstore.New(rdb, redisstore.WithPrefix(c.prefix))
 	pairs := pairlimit.New(policy(c.fast), pairlimit.WithStore(st))
 	client, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(c.metaURL), cloudapi.WithStore(st),
-		cloudapi.WithPairLimiter(pairs), cloudapi.WithThroughput(mps, throughput.WithHeadroom(headroom)))
+		cloudapi.WithPairLimiter(pairs), cloudapi.WithThroughput(mps))
 	if err != nil {
 		return err
 	}

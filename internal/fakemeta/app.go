@@ -107,6 +107,9 @@ func newApp(c config) *app {
 	if c.token != "" {
 		opts = append(opts, cloudapitest.WithToken(c.token))
 	}
+	for _, t := range c.templates {
+		opts = append(opts, cloudapitest.WithTemplate(t[0], t[1], t[2]))
+	}
 	fake := cloudapitest.NewServer(nil, opts...)
 	fake.Script(c.failures...)
 	now := time.Now()
@@ -147,6 +150,13 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/_fake/fail":
 		a.serveFail(w, r)
+		return
+	case "/_fake/recategorize":
+		a.serveRecategorize(w, r)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/message_templates") {
+		a.fake.ServeHTTP(w, r) // a management call, not a message: not logged
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
@@ -264,6 +274,35 @@ func (a *app) serveFail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.fake.Script(cloudapitest.Failure{To: f.To, Code: errcodes.Code(f.Code), Reset: f.Reset, Hang: f.Hang})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveRecategorize changes a known template's category as Meta does after
+// approval and posts the signed completed template_category_update to the
+// -webhook URL.
+func (a *app) serveRecategorize(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST a recategorisation", http.StatusMethodNotAllowed)
+		return
+	}
+	var q struct {
+		WABA     string `json:"waba_id"`
+		Name     string `json:"name"`
+		Language string `json:"language"`
+		Category string `json:"category"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&q); err != nil || !allDigits(q.WABA) || q.Name == "" || q.Language == "" || q.Category == "" {
+		http.Error(w, `want {"waba_id":"...","name":"...","language":"...","category":"MARKETING"}`, http.StatusBadRequest)
+		return
+	}
+	body, ok := a.fake.Recategorize(q.WABA, q.Name, q.Language, q.Category)
+	if !ok {
+		http.Error(w, "no such template (start with -template)", http.StatusNotFound)
+		return
+	}
+	if a.hooks != nil {
+		a.hooks <- body // a rare notice: wait for room rather than drop it
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

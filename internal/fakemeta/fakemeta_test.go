@@ -175,6 +175,7 @@ func TestBadFlags(t *testing.T) {
 		{"-mps", "0"}, {"-number-mps", "abc=3"}, {"-fail", "x"}, {"-maintenance", "1=-1s"},
 		{"-webhook", "ftp://x"}, {"extra"}, {"-pair-burst", "0"}, {"-pair-interval", "0s"},
 		{"-tier", "5", "-tier-code", "0"}, {"-tier", "5", "-tier-code", "-131064"},
+		{"-template", "promo:en_US"}, {"-template", "::MARKETING"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)

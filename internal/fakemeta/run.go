@@ -35,6 +35,7 @@ type config struct {
 	pairInterval     time.Duration
 	pairBurst        int
 	pairWindow       time.Duration
+	templates        [][3]string // name, language, category
 }
 
 // multi is a repeatable flag.
@@ -47,7 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("wapace-fakemeta", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var numberMPS, fails, maint multi
+	var numberMPS, fails, maint, templates multi
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "listen address")
 	fs.StringVar(&c.addrFile, "addr-file", "", "also write the base URL to this file")
 	fs.IntVar(&c.mps, "mps", 80, "every number's messages per second")
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.webhook, "webhook", "", "post a signed status webhook per accepted message to this URL")
 	fs.DurationVar(&c.pairInterval, "pair-interval", 6*time.Second, "pair rule: one message per interval to a recipient")
 	fs.IntVar(&c.pairBurst, "pair-burst", 45, "pair rule: the most messages in one burst")
+	fs.Var(&templates, "template", "a known template, name:language:CATEGORY (repeatable; without any, every name is accepted)")
 	fs.DurationVar(&c.pairWindow, "pair-window", 6*time.Second, "pair rule: how long after its first message a burst accepts more")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -101,6 +103,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, fmt.Errorf("-maintenance %q: want id=duration", v)
 		}
 		c.maintenance[id] = dur
+	}
+	for _, v := range templates {
+		parts := strings.Split(v, ":")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return c, fmt.Errorf("-template %q: want name:language:CATEGORY", v)
+		}
+		c.templates = append(c.templates, [3]string{parts[0], parts[1], strings.ToUpper(parts[2])})
 	}
 	if c.webhook != "" && !strings.HasPrefix(c.webhook, "http://") && !strings.HasPrefix(c.webhook, "https://") {
 		return c, errors.New("-webhook must be an http or https URL")

@@ -41,6 +41,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) pairlimit.Store) {
 	t.Run("FailsOutliveHold", func(t *testing.T) { testFailsOutliveHold(t, newStore(t)) })
 	t.Run("RepaidDebtOutOfOrder", func(t *testing.T) { testRepaidOutOfOrder(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
+	t.Run("BurstMovedToItsWrite", func(t *testing.T) { testMoved(t, newStore(t)) })
 }
 
 func pair(t *testing.T, from, to int) pairlimit.Pair {
@@ -294,5 +295,32 @@ func testShared(t *testing.T, s pairlimit.Store) {
 	}
 	if total == 0 {
 		t.Fatal("nothing was reserved")
+	}
+}
+
+// testMoved is the Client's write-time move of a burst: reserved at t, its
+// first bubble written 1 s late, the reservation is given back (Refund,
+// after its instant) and reserved again at the write, so that the pair is
+// due from when the burst reached Meta: the write plus n intervals plus
+// the margin, exactly.
+func testMoved(t *testing.T, s pairlimit.Store) {
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(s))
+	p := pair(t, 7, 7)
+	r := lim.ReserveN(t0, p, 3)
+	if !r.OK() {
+		t.Fatal(r.Err())
+	}
+	wrote := t0.Add(time.Second)
+	r.Refund()
+	moved := lim.ReserveN(wrote, p, 3)
+	if !moved.OK() || !moved.TimeToAct().Equal(wrote) {
+		t.Fatalf("moved reservation acts at +%v (ok %v), want +1s", moved.TimeToAct().Sub(t0), moved.OK())
+	}
+	next, err := lim.ReadyAt(wrote, p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wrote.Add(3*pairlimit.Meta.Interval + lim.Margin()); !next.Equal(want) {
+		t.Fatalf("the pair is due at +%v, want +%v (the write, 3 x 6 s and the margin)", next.Sub(t0), want.Sub(t0))
 	}
 }

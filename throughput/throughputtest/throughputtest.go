@@ -41,6 +41,34 @@ func TestStore(t *testing.T, newStore func(t *testing.T) throughput.Store) {
 	t.Run("TierFutureClaim", func(t *testing.T) { testTierFuture(t, newStore(t)) })
 	t.Run("LateRateCut", func(t *testing.T) { testLateCut(t, newStore(t)) })
 	t.Run("MixedRates", func(t *testing.T) { testMixedRates(t, newStore(t)) })
+	t.Run("UnusedSlot", func(t *testing.T) { testUnusedSlot(t, newStore(t)) })
+}
+
+// testUnusedSlot is the write-time check's give-back: a slot found late
+// just before its write is cancelled at its own instant, after that
+// instant has passed. When it is the latest reservation the bucket is as
+// if it had not been made (the next reservation gets the same slot);
+// when a later one stands on it nothing changes.
+func testUnusedSlot(t *testing.T, s throughput.Store) {
+	lim := throughput.New(throughput.Default, throughput.WithStore(s, "106540352242996"))
+	var last throughput.Reservation
+	for range 10 { // a queue: the burst is spent
+		last = lim.ReserveN(t0, 1)
+	}
+	slot := last.TimeToAct()
+	last.CancelAt(slot)            // found 50 ms late at slot+50ms: given back at its own instant
+	again := lim.ReserveN(slot, 1) // asked at the slot's instant, as the model's clock allows
+	if !again.OK() || !again.TimeToAct().Equal(slot) {
+		t.Fatalf("after giving back the latest slot (+%v) the next is at +%v", slot.Sub(t0), again.TimeToAct().Sub(t0))
+	}
+	// A slot with a later one on it stays spent.
+	a := lim.ReserveN(t0, 1)
+	b := lim.ReserveN(t0, 1)
+	a.CancelAt(a.TimeToAct())
+	c := lim.ReserveN(t0, 1)
+	if !c.TimeToAct().After(b.TimeToAct()) {
+		t.Fatalf("a slot under a later one was given back: +%v is not after +%v", c.TimeToAct().Sub(t0), b.TimeToAct().Sub(t0))
+	}
 }
 
 // testMixedRates alternates 2,000 sends asked at one instant between two
@@ -78,9 +106,10 @@ func testMixedRates(t *testing.T, s throughput.Store) {
 	}
 }
 
-// testLateCut reserves a second's worth of sends at 1,000 per second, then
-// learns of a 130429 from the first instant (a report so late that its
-// hold ends before the queue does) and reserves more at the cut rate: no
+// testLateCut reserves five seconds' worth of sends at 1,000 per second,
+// then learns of two 130429 events from the first instants (reports so
+// late that their holds end before the queue does) and reserves more at
+// the cut rate: no
 // closed second may hold more than the figure. (A store that prices the
 // debt ahead of TAT at each call's interval let 1,002 sends into one
 // second: a slower interval widens the burst's slack behind TAT and slots
@@ -97,8 +126,11 @@ func testLateCut(t *testing.T, s throughput.Store) {
 			acts = append(acts, r.TimeToAct())
 		}
 	}
-	reserve(throughput.Upgraded)
+	reserve(5 * throughput.Upgraded)
+	// Two 130429 events within 10 s cut the rate (one alone holds it);
+	// the second's hold ends before the queue does.
 	lim.Refused(t0, errcodes.ThroughputLimit)
+	lim.Refused(t0.Add(2*time.Second), errcodes.ThroughputLimit)
 	reserve(throughput.Upgraded)
 	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
 	j := 0

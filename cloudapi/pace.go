@@ -1,0 +1,173 @@
+package cloudapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
+)
+
+// Write-time pacing: the limits decide when a message may leave, but Meta
+// counts it when it arrives. Between the decision and the write a
+// goroutine may be descheduled, a GC may pause, a connection may be
+// dialled: a message that leaves late lands next to the ones after it, and
+// a second at Meta holds more than the number's figure.
+//
+// So the Client checks once more at the last moment it controls: the first
+// read of the request body, which the transport makes once the connection
+// is ready and before any byte of the body has left (for HTTP/1 with a body
+// of unknown type the headers are flushed first; Meta cannot act on a
+// message without its body). A message later than the number's tolerance
+// (throughput.Limiter.Tolerance), or met by a hold of the number that began
+// after it was admitted, gives its slot back at the slot's own instant
+// (exact when no later slot stands on it) and takes a new one, holding the
+// connection while it waits. The first bubble of a burst moves the pair's
+// reservation with it, so that the pair owes from when the burst really
+// starts. Every check and every write is reported to the number's limiter
+// (ObserveSend), whose margin follows the lateness observed.
+
+// maxReslots bounds how many times one message takes a new slot; after
+// that it goes at the check (and the margin learns from it).
+const maxReslots = 4
+
+// gate is the write-time check of message k of an admission.
+type gate struct {
+	s   *sending
+	a   *admission
+	k   int
+	num *throughput.Limiter
+
+	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
+	done    bool
+	checked time.Time // when the check let the body go
+	aborted error     // why the check refused: no byte of the body left
+	reslots int
+}
+
+// errGateDone: the body was read after the send gave up on the request.
+var errGateDone = errors.New("cloudapi: request body read after the send ended")
+
+// body returns the request body that runs the check on its first read.
+func (g *gate) body(b []byte) io.ReadCloser { return &pacedBody{g: g, r: bytes.NewReader(b)} }
+
+// pacedBody is a request body whose first read runs the gate.
+type pacedBody struct {
+	g       *gate
+	r       *bytes.Reader
+	checked bool
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if !b.checked {
+		if err := b.g.check(); err != nil {
+			return 0, err
+		}
+		b.checked = true
+	}
+	return b.r.Read(p)
+}
+
+func (b *pacedBody) Close() error { return nil }
+
+// check runs before the first byte of the body leaves.
+func (g *gate) check() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return errGateDone
+	}
+	if g.aborted != nil {
+		return g.aborted
+	}
+	c := g.s.c
+	for {
+		sl := &g.a.slots[g.k]
+		now := c.clock.Now()
+		held := g.num.HeldUntil().After(now)
+		if !held {
+			if now.Sub(sl.at) <= g.num.Tolerance() || g.reslots >= maxReslots {
+				g.checked = now
+				return nil
+			}
+			g.num.ObserveSend(sl.at, now, time.Time{})
+		}
+		if err := g.reslot(now); err != nil {
+			g.aborted = err
+			return err
+		}
+	}
+}
+
+// reslot gives message k's slot back and takes a new one, moving the
+// pair's reservation with the first bubble, then waits for it.
+func (g *gate) reslot(now time.Time) error {
+	g.reslots++
+	s, a, c := g.s, g.a, g.s.c
+	sl := &a.slots[g.k]
+	sl.num.CancelAt(sl.num.TimeToAct()) // unused: exact when no later slot stands on it
+	r := g.num.ReserveN(now, 1)
+	sl.num, sl.at = r, r.TimeToAct()
+	if !r.OK() {
+		return r.Err()
+	}
+	hold := errcodes.HoldPhoneNumber
+	if g.k == 0 && a.pr.OK() {
+		a.pr.Refund()
+		a.pr = c.pairs.ReserveN(sl.at, a.pair, len(a.slots))
+		if !a.pr.OK() {
+			return a.pr.Err()
+		}
+		if pa := a.pr.TimeToAct(); pa.After(sl.at) { // another send to this user came in between
+			r.CancelAt(now)
+			r = g.num.ReserveN(pa, 1)
+			sl.num, sl.at, hold = r, r.TimeToAct(), errcodes.HoldPair
+			if !r.OK() {
+				return r.Err()
+			}
+		}
+	}
+	if err := s.late(sl.at, now, hold); err != nil {
+		return err
+	}
+	return clockwait.Until(s.ctx, c.clock, sl.at)
+}
+
+// finish ends the check: a body read after it fails. It returns when the
+// check let the body go (zero if it did not) and why it refused (nil if it
+// did not).
+func (g *gate) finish() (checked time.Time, aborted error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
+	return g.checked, g.aborted
+}
+
+// pairAfterWrite moves a burst's pair reservation to the instant its first
+// bubble was written, when that is later than the reservation by more
+// than half the pair's margin (at least 1 ms): the pair's next message is
+// due from when the burst reached Meta, not from when it was decided.
+func (a *admission) pairAfterWrite(pairs *pairlimit.Limiter, wrote time.Time) {
+	if !a.pr.OK() || wrote.IsZero() {
+		return
+	}
+	at := a.pr.TimeToAct()
+	if wrote.Sub(at) <= max(pairs.Margin()/2, time.Millisecond) {
+		return
+	}
+	a.pr.Refund()
+	a.pr = pairs.ReserveN(wrote, a.pair, len(a.slots))
+}
+
+// pacedRequest sets body as req's body through gate g.
+func pacedRequest(req *http.Request, g *gate, body []byte) {
+	req.Body = g.body(body)
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return g.body(body), nil }
+}

@@ -1,0 +1,566 @@
+package realtime_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/internal/fakemeta"
+	"github.com/wapace/wapace/internal/redistest"
+	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/redisstore"
+)
+
+const (
+	number = "106540352242922"
+	mps    = 80 // the number's figure, the Client's default
+)
+
+// roleEnv names the role a re-executed test binary plays: "fake", "hog"
+// or "sender"; argsEnv holds its arguments as JSON.
+const (
+	roleEnv = "WAPACE_REALTIME_ROLE"
+	argsEnv = "WAPACE_REALTIME_ARGS"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "fake":
+		os.Exit(runFake())
+	case "hog":
+		runHog()
+	case "sender":
+		os.Exit(runSender())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(roleEnv))
+		os.Exit(2)
+	}
+}
+
+// exitWithParent ends a child when its stdin closes: the parent died or
+// is done with it.
+func exitWithParent(cancel func()) {
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+}
+
+func runFake() int {
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv(argsEnv)), &args); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	exitWithParent(cancel)
+	if err := fakemeta.Run(ctx, args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runHog spins on every core until its stdin closes.
+func runHog() {
+	done := make(chan struct{})
+	exitWithParent(func() { close(done) })
+	for range runtime.NumCPU() {
+		go func() {
+			x := 0
+			for {
+				x++
+				if x%(1<<20) == 0 {
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+	<-done
+	os.Exit(0)
+}
+
+// senderArgs configure one sender process or the test's own senders.
+type senderArgs struct {
+	Meta, Redis, Prefix string
+	ID, Goroutines      int
+	For                 time.Duration
+}
+
+// senderResult is what a sender reports.
+type senderResult struct {
+	Sent              int
+	Errors            []string
+	Margin, Tolerance time.Duration // the number's, at the end
+}
+
+func runSender() int {
+	var a senderArgs
+	if err := json.Unmarshal([]byte(os.Getenv(argsEnv)), &a); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exitWithParent(cancel)
+	res, err := send(ctx, a)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+	return 0
+}
+
+// client is a Client with default options on the fake (and on Redis when
+// a.Redis is set), as the README shows.
+func client(a senderArgs) (*cloudapi.Client, func(), error) {
+	opts := []cloudapi.Option{cloudapi.WithBaseURL(a.Meta)}
+	closeFn := func() {}
+	if a.Redis != "" {
+		opt, err := redis.ParseURL(a.Redis)
+		if err != nil {
+			return nil, nil, err
+		}
+		opt.ContextTimeoutEnabled = true
+		rdb := redis.NewClient(opt)
+		closeFn = func() { _ = rdb.Close() }
+		opts = append(opts, cloudapi.WithStore(redisstore.New(rdb, redisstore.WithPrefix(a.Prefix))))
+	}
+	c, err := cloudapi.New("TOKEN", opts...)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return c, closeFn, nil
+}
+
+// send sends from a.Goroutines goroutines, each to new recipients, for
+// a.For.
+func send(ctx context.Context, a senderArgs) (senderResult, error) {
+	c, closeFn, err := client(a)
+	if err != nil {
+		return senderResult{}, err
+	}
+	defer closeFn()
+	var (
+		mu  sync.Mutex
+		res senderResult
+		wg  sync.WaitGroup
+	)
+	stop := time.Now().Add(a.For)
+	for g := range a.Goroutines {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop) && ctx.Err() == nil; i++ {
+				m := cloudapi.Text(fmt.Sprintf("+2376%d%02d%05d", a.ID+1, g, i), "Our winter sale starts today.")
+				m.IdempotencyKey = fmt.Sprintf("p%d-g%d-%d", a.ID, g, i)
+				_, err := c.Send(ctx, number, m)
+				mu.Lock()
+				if err == nil {
+					res.Sent++
+				} else if len(res.Errors) < 10 {
+					res.Errors = append(res.Errors, err.Error())
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	// (Asked through an interface so that this file also builds against
+	// the library before write-time pacing, for BENCHMARKS.md.)
+	if lim, ok := any(c.Number(number)).(interface {
+		Margin() time.Duration
+		Tolerance() time.Duration
+	}); ok {
+		res.Margin, res.Tolerance = lim.Margin(), lim.Tolerance()
+	}
+	return res, nil
+}
+
+// knobs are the environment's settings of the suite.
+type knobs struct {
+	seconds, rounds int
+	hog             bool
+	minRate         float64 // the least share of the figure between the first and the last acceptance
+}
+
+func settings(t *testing.T) knobs {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real-time test: skipped under -short")
+	}
+	k := knobs{seconds: 30, rounds: 1, hog: os.Getenv("WAPACE_REALTIME_HOG") != "0", minRate: 0.95}
+	if v := os.Getenv("WAPACE_REALTIME_MIN_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			t.Fatalf("WAPACE_REALTIME_MIN_RATE=%q: want a share in (0, 1]", v)
+		}
+		k.minRate = f
+	}
+	for name, p := range map[string]*int{"WAPACE_REALTIME_SECONDS": &k.seconds, "WAPACE_REALTIME_ROUNDS": &k.rounds} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive number", name, v)
+			}
+			*p = n
+		}
+	}
+	return k
+}
+
+// Priorities of a child process.
+const (
+	normal = iota
+	// low is the CPU hog's: nice -n 19, in a session of its own, so that
+	// with autogroup scheduling (Linux's default on desktops and many
+	// servers) its nice value is not only relative to this test's session,
+	// and with the autogroup itself niced to 19 where the kernel has one.
+	low
+	// high is the fake Meta's, best effort (it needs CAP_SYS_NICE): Meta's
+	// servers do not share the sender's CPU, so the fake's clock should
+	// stamp arrivals as they reach it, not when a loaded machine lets it
+	// run. Without the privilege it runs at normal priority (and says so).
+	high
+)
+
+// child starts the test binary in role with args at priority prio; it is
+// stopped by t.Cleanup (closing its stdin, then killing it).
+func child(t *testing.T, role string, args any, prio int, stdout io.Writer) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, argv := self, []string{"-test.run=^$"}
+	switch prio {
+	case low:
+		name, argv = "nice", append([]string{"-n", "19", self}, argv...)
+	case high:
+		name, argv = "nice", append([]string{"-n", "-10", self}, argv...)
+	}
+	cmd := exec.Command(name, argv...)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role, argsEnv+"="+string(js))
+	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prio != normal {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if prio != normal {
+		nice := map[int]string{low: "19", high: "-10"}[prio]
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/autogroup", cmd.Process.Pid), []byte(nice), 0); err != nil && prio == high {
+			t.Logf("the fake runs at normal priority (%v): its arrival stamps follow this machine's load", err)
+		}
+	}
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			_ = stdin.Close()
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	})
+	return cmd
+}
+
+// startFake starts wapace-fakemeta's server as a subprocess and returns its
+// URL.
+func startFake(t *testing.T, args ...string) string {
+	t.Helper()
+	addrFile := filepath.Join(t.TempDir(), "meta")
+	child(t, "fake", append([]string{"-addr-file", addrFile, "-mps", strconv.Itoa(mps)}, args...), high, io.Discard)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the fake did not start")
+	return ""
+}
+
+// startHog starts the CPU hog on every core, unless the knobs say not to.
+func startHog(t *testing.T, k knobs) {
+	t.Helper()
+	if k.hog {
+		child(t, "hog", nil, low, io.Discard)
+	}
+}
+
+// record is one request as the fake's /_fake/requests reports it.
+type record struct {
+	At       time.Time `json:"at"`
+	Accepted bool      `json:"accepted"`
+	Code     int       `json:"code"`
+	Type     string    `json:"type"`
+}
+
+// outcome is what the fake saw.
+type outcome struct {
+	accepted, throttled, pair, duplicates int
+	rate                                  float64 // accepted per second between the first and the last acceptance
+	first, last                           time.Time
+	acceptedAt                            []time.Time
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("%d accepted at %.2f msg/s (%.1f %% of %d) over %v; %d x 130429, %d x 131056, %d duplicates",
+		o.accepted, o.rate, 100*o.rate/mps, mps, o.last.Sub(o.first).Round(time.Millisecond), o.throttled, o.pair, o.duplicates)
+}
+
+func observe(t *testing.T, meta string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := fakemeta.FetchStats(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, meta+"/_fake/requests", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var recs []record
+	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
+		t.Fatal(err)
+	}
+	o := outcome{throttled: st.Refusals["130429"], pair: st.Refusals["131056"], duplicates: st.Duplicates}
+	for _, r := range recs {
+		if r.Accepted && r.Type != "" {
+			o.acceptedAt = append(o.acceptedAt, r.At)
+		}
+	}
+	slices.SortFunc(o.acceptedAt, func(a, b time.Time) int { return a.Compare(b) })
+	o.accepted = len(o.acceptedAt)
+	if o.accepted > 1 {
+		o.first, o.last = o.acceptedAt[0], o.acceptedAt[o.accepted-1]
+		o.rate = float64(o.accepted-1) / o.last.Sub(o.first).Seconds()
+	}
+	return o
+}
+
+// check applies the promise: no refusal, no duplicate, and (by default)
+// 95 % of the figure. The share a process can use is bounded by how much
+// of the time it is scheduled: slots that pass while it waits for a CPU
+// are lost (sending them late, bunched, is what draws 130429). On this
+// project's shared 2-core machine at a load average above 8 the suite
+// measured 84-95 %; WAPACE_REALTIME_MIN_RATE lowers the bar for such
+// machines, never the refusal counts.
+func check(t *testing.T, k knobs, o outcome, errs []string) {
+	t.Helper()
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%v (load %s)", o, strings.TrimSpace(string(load)))
+	if o.throttled != 0 || o.pair != 0 || o.duplicates != 0 {
+		t.Errorf("want 0 x 130429, 0 x 131056, 0 duplicates: %v", o)
+	}
+	if o.rate < k.minRate*mps {
+		t.Errorf("rate %.2f msg/s, want at least %.0f %% of %d", o.rate, 100*k.minRate, mps)
+	}
+	if len(errs) > 0 {
+		t.Errorf("send errors: %q", errs)
+	}
+}
+
+func rounds(t *testing.T, k knobs, f func(t *testing.T)) {
+	for i := range k.rounds {
+		t.Run(fmt.Sprintf("round%d", i+1), f)
+	}
+}
+
+// TestOneProcess64Goroutines: one process, 64 goroutines, default options.
+func TestOneProcess64Goroutines(t *testing.T) {
+	k := settings(t)
+	rounds(t, k, func(t *testing.T) {
+		meta := startFake(t)
+		startHog(t, k)
+		res, err := send(t.Context(), senderArgs{Meta: meta, Goroutines: 64, For: time.Duration(k.seconds) * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("margin %v, tolerance %v at the end", res.Margin, res.Tolerance)
+		check(t, k, observe(t, meta), res.Errors)
+	})
+}
+
+// TestThreeProcessesOverRedis: three sender processes of 32 goroutines
+// sharing one real redis-server, default options.
+func TestThreeProcessesOverRedis(t *testing.T) {
+	k := settings(t)
+	url := redistest.URL(t)
+	rounds(t, k, func(t *testing.T) {
+		meta := startFake(t)
+		startHog(t, k)
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		prefix := "wapace-realtime:" + hex.EncodeToString(b) + ":"
+		outs := make([]*strings.Builder, 3)
+		var cmds []*exec.Cmd
+		for id := range outs {
+			outs[id] = &strings.Builder{}
+			cmds = append(cmds, child(t, "sender", senderArgs{Meta: meta, Redis: url, Prefix: prefix, ID: id, Goroutines: 32,
+				For: time.Duration(k.seconds) * time.Second}, normal, outs[id]))
+		}
+		var errs []string
+		for id, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("sender %d: %v", id, err)
+			}
+			var res senderResult
+			if err := json.Unmarshal([]byte(outs[id].String()), &res); err != nil {
+				t.Fatalf("sender %d: %v in %q", id, err, outs[id].String())
+			}
+			errs = append(errs, res.Errors...)
+		}
+		check(t, k, observe(t, meta), errs)
+	})
+}
+
+// TestOutboxOnSQLite: the outbox dispatching a campaign from SQLite
+// through a Client with default options.
+func TestOutboxOnSQLite(t *testing.T) {
+	k := settings(t)
+	rounds(t, k, func(t *testing.T) {
+		meta := startFake(t)
+		startHog(t, k)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(k.seconds)*3*time.Second+time.Minute)
+		defer cancel()
+		ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ob.Close()
+		c, _, err := client(senderArgs{Meta: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := mps * k.seconds
+		runCtx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- ob.Run(runCtx, c) }()
+		var enqErrs []string
+		var enqueued atomic.Int64
+		for i := range n {
+			m := cloudapi.Text(fmt.Sprintf("+23769%07d", i), "Our winter sale starts today.")
+			m.IdempotencyKey = fmt.Sprintf("campaign-%d", i)
+			if _, err := ob.Enqueue(ctx, number, m); err != nil {
+				enqErrs = append(enqErrs, err.Error())
+				if len(enqErrs) > 10 {
+					break
+				}
+				continue
+			}
+			enqueued.Add(1)
+		}
+		for ctx.Err() == nil {
+			st, err := fakemeta.FetchStats(ctx, meta)
+			if err == nil && int64(st.Accepted) >= enqueued.Load() {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		stop()
+		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		o := observe(t, meta)
+		if int64(o.accepted) < enqueued.Load() {
+			t.Errorf("%d of %d messages accepted", o.accepted, enqueued.Load())
+		}
+		check(t, k, o, enqErrs)
+	})
+}
+
+// TestThrottleBurstCostsAboutTwoSeconds: five 130429 scripted on the fake
+// in the middle of a run (the next five requests are refused) cost the
+// number at most about 2 s of sending.
+func TestThrottleBurstCostsAboutTwoSeconds(t *testing.T) {
+	k := settings(t)
+	rounds(t, k, func(t *testing.T) {
+		meta := startFake(t)
+		startHog(t, k)
+		const before, after = 6 * time.Second, 8 * time.Second
+		var scripted time.Time
+		go func() {
+			time.Sleep(before)
+			scripted = time.Now()
+			for range 5 {
+				req, _ := http.NewRequest(http.MethodPost, meta+"/_fake/fail", strings.NewReader(`{"code":130429}`))
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}()
+		res, err := send(t.Context(), senderArgs{Meta: meta, Goroutines: 64, For: before + after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Errors) > 0 {
+			t.Errorf("send errors: %q", res.Errors)
+		}
+		o := observe(t, meta)
+		t.Log(o)
+		if o.throttled != 5 {
+			t.Errorf("%d x 130429, want the 5 scripted", o.throttled)
+		}
+		// The rate before the burst, and the sending time it cost: the
+		// time taken less the time the messages take at that rate.
+		var pre int
+		for _, at := range o.acceptedAt {
+			if at.Before(scripted) {
+				pre++
+			}
+		}
+		r0 := float64(pre-1) / scripted.Sub(o.first).Seconds()
+		cost := o.last.Sub(o.first).Seconds() - float64(o.accepted-1)/r0
+		t.Logf("rate before the burst %.2f msg/s; the burst cost %.2f s of sending", r0, cost)
+		if cost > 2.2 {
+			t.Errorf("the burst of 130429 cost %.2f s of sending, want at most about 2 s", cost)
+		}
+	})
+}

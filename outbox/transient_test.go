@@ -1,0 +1,428 @@
+package outbox_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/outbox"
+)
+
+// errLog collects the errors Run reports while riding them out.
+type errLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errLog) observe(err error, _ time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+// await waits (bounded) until an error has been reported.
+func (l *errLog) await(t *testing.T, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if len(l.list()) > 0 {
+			return
+		}
+	}
+	t.Fatalf("no error reported within %v", limit)
+}
+
+func (l *errLog) list() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.errs...)
+}
+
+// drainAll waits (bounded) until no item is live, failing if Run returned
+// meanwhile.
+func drainAll(t *testing.T, o *outbox.Outbox, runErr <-chan error, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-runErr:
+			t.Fatalf("Run returned %v while work remained", err)
+		default:
+		}
+		st, err := o.Snapshot(t.Context())
+		if err == nil && st.Counts[outbox.StateQueued]+st.Counts[outbox.StateSending] == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("items still live after %v", limit)
+}
+
+// acceptedOnce checks that each of keys was sent once and is accepted.
+func acceptedOnce(t *testing.T, o *outbox.Outbox, meta *cloudapitest.Server, keys []string) {
+	t.Helper()
+	sent := map[string]int{}
+	for _, r := range meta.Requests() {
+		sent[r.CallbackData]++
+	}
+	for _, k := range keys {
+		if it := mustGet(t, o, k); it.State != outbox.StateAccepted || sent[k] != 1 {
+			t.Errorf("%s: %v after %d requests, want accepted after 1", k, it.State, sent[k])
+		}
+	}
+}
+
+// TestRunRidesOutSQLiteBusy: issue 23 item 7. Another process held the
+// write lock longer than the busy timeout (10 s): Run returned SQLITE_BUSY
+// and the application had to restart it. It reports the error and tries
+// again; everything is sent once.
+func TestRunRidesOutSQLiteBusy(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("holds a SQLite write lock past its 10 s busy timeout")
+	}
+	var log errLog
+	o, dsn := openSQLite(t, outbox.WithRunErrorObserver(log.observe))
+	meta := cloudapitest.NewServer(t)
+	c := newClient(t, meta)
+	ctx := t.Context()
+	var keys []string
+	for i := range 5 {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("busy-%d", i)
+		keys = append(keys, m.IdempotencyKey)
+		if _, err := o.Enqueue(ctx, from, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The other process: a connection of its own holding the write lock.
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	log.await(t, time.Minute) // SQLITE_BUSY, after the 10 s busy timeout
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	drainAll(t, o, runErr, time.Minute)
+	acceptedOnce(t, o, meta, keys)
+	errs := log.list()
+	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "SQLITE_BUSY") && !strings.Contains(errs[0].Error(), "locked") {
+		t.Errorf("reported errors %v, want SQLITE_BUSY", errs)
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// TestPostgresRunRidesOutTerminatedBackends: issue 23 item 7. An
+// administrator (or a failover) terminating the outbox's connections
+// (pg_terminate_backend) ended Run. It rides it out: every message is
+// sent once, none is lost.
+func TestPostgresRunRidesOutTerminatedBackends(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	var log errLog
+	o, err := outbox.Open(ctx, dsn, outbox.WithIdleWake(10*time.Millisecond), outbox.WithRunErrorObserver(log.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(10000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithThroughput(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	var keys []string
+	for i := range 200 {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("term-%d", i)
+		for {
+			_, err := o.Enqueue(ctx, from, m)
+			if err == nil {
+				break
+			}
+			// Enqueue reports the terminated connection to its caller,
+			// who tries again (nothing is stored twice: same key).
+			time.Sleep(time.Millisecond)
+		}
+		keys = append(keys, m.IdempotencyKey)
+		if i%20 == 10 {
+			if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	drainAll(t, o, runErr, 2*time.Minute)
+	acceptedOnce(t, o, meta, keys)
+	if len(log.list()) == 0 {
+		t.Error("no error reported: the backends were not terminated under Run")
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// TestRunStopsOnPermanentError: an error that waiting does not fix (the
+// tables are gone) still ends Run, with the error.
+func TestRunStopsOnPermanentError(t *testing.T) {
+	t.Parallel()
+	o, _ := openSQLite(t)
+	meta := cloudapitest.NewServer(t)
+	if _, err := o.DB().Exec(`DROP TABLE outbox_items`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := o.Run(ctx, newClient(t, meta)); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run = %v, want the database error", err)
+	}
+}
+
+// pgProxy forwards TCP connections to a Postgres server, and can play a
+// restart: every connection is cut and new ones are refused until it is up
+// again.
+type pgProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]bool
+	wg     sync.WaitGroup
+}
+
+func newPGProxy(t *testing.T, target string) *pgProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p.wg.Go(p.serve)
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *pgProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+			p.wg.Go(func() {
+				io.Copy(pair[0], pair[1])
+				pair[0].Close()
+				pair[1].Close()
+			})
+		}
+	}
+}
+
+// cut closes every connection.
+func (p *pgProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+func (p *pgProxy) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+	if down {
+		p.cut()
+	}
+}
+
+// TestPostgresRunRidesOutRestart: issue 23 item 7. A Postgres restart (every
+// connection cut, new ones refused for a while) ended Run. It rides it out:
+// every message is sent once.
+func TestPostgresRunRidesOutRestart(t *testing.T) {
+	dsn := requirePostgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newPGProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	ctx := t.Context()
+	var log errLog
+	o, err := outbox.Open(ctx, u.String(), outbox.WithIdleWake(10*time.Millisecond), outbox.WithRunErrorObserver(log.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(10000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithThroughput(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	var keys []string
+	for i := range 150 {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("restart-%d", i)
+		for {
+			if _, err := o.Enqueue(ctx, from, m); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		keys = append(keys, m.IdempotencyKey)
+		if i == 50 || i == 100 {
+			proxy.setDown(true)
+			time.Sleep(1500 * time.Millisecond) // Run's retries meet refused connections
+			proxy.setDown(false)
+		}
+	}
+	drainAll(t, o, runErr, 2*time.Minute)
+	acceptedOnce(t, o, meta, keys)
+	if len(log.list()) == 0 {
+		t.Error("no error reported: the restart did not reach Run")
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// gateTransport holds every request until open is closed.
+type gateTransport struct {
+	open    chan struct{}
+	arrived chan struct{} // gets one value per request
+	next    http.RoundTripper
+}
+
+func (g *gateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.arrived <- struct{}{}
+	<-g.open
+	return g.next.RoundTrip(r)
+}
+
+// TestRunKeepsOutcomesItCannotRecord: sends answered while another
+// process holds the SQLite write lock past the busy timeout. Their
+// outcomes could not be recorded: Run once dropped them, leaving the
+// items sending until their lease ended and then submitted_unknown. They
+// are kept and recorded once the lock is free: accepted, each sent once.
+func TestRunKeepsOutcomesItCannotRecord(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("holds a SQLite write lock past its 10 s busy timeout")
+	}
+	var log errLog
+	o, dsn := openSQLite(t, outbox.WithRunErrorObserver(log.observe))
+	meta := cloudapitest.NewServer(t)
+	const n = 4
+	gate := &gateTransport{open: make(chan struct{}), arrived: make(chan struct{}, n), next: meta.Client().Transport}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(&http.Client{Transport: gate}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var keys []string
+	for i := range n {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("unrecorded-%d", i)
+		keys = append(keys, m.IdempotencyKey)
+		if _, err := o.Enqueue(ctx, from, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	for range n {
+		<-gate.arrived // every item claimed (committed) and in flight
+	}
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.open) // Meta answers; Run cannot record it
+	log.await(t, time.Minute)
+	if st, err := o.Snapshot(ctx); err != nil || st.Counts[outbox.StateSending] != n {
+		t.Errorf("while the lock is held: %v, %v; want every item still sending", st.Counts, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	drainAll(t, o, runErr, time.Minute)
+	acceptedOnce(t, o, meta, keys)
+	if len(log.list()) == 0 {
+		t.Error("no error reported")
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
