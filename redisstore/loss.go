@@ -73,13 +73,14 @@ func WithLogger(l *slog.Logger) Option {
 // 1 once a process noticed that it replaced a lost one.
 type marker struct {
 	raw      string
+	boxed    any   // raw as a script argument
 	since    int64 // the instant it was written
 	lost     bool
 	parsedOK bool
 }
 
 func parseMarker(raw string) marker {
-	m := marker{raw: raw}
+	m := marker{raw: raw, boxed: raw}
 	f := strings.Fields(raw)
 	if len(f) != 4 {
 		return m
@@ -110,6 +111,14 @@ func (ms *markers) get(key string) marker {
 	m := ms.m[key]
 	ms.mu.RUnlock()
 	return m
+}
+
+// arg is the marker as a script argument, boxed once.
+func (m marker) arg() any {
+	if m.boxed != nil {
+		return m.boxed
+	}
+	return ""
 }
 
 // markerKey is the epoch marker of key's hash slot.

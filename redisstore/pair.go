@@ -61,7 +61,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	}
 	v, err := s.runKeys(ctx, "pair reserve", pairReserveHot, twoKeysArg,
 		[]any{3: s.prefix + "{" + num + "}:p:" + p.To(), 4: s.markerKey(num), 5: tn / 1e9, 6: tn % 1e9,
-			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.raw, 11: qo, 12: int64(s.lostDebt), 13: fo})
+			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.arg(), 11: qo, 12: s.lostDebtArg, 13: fo})
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
