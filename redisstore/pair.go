@@ -51,7 +51,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	mk := s.markers.get(num)
 	var lf lift
 	var qo, fo any = "", ""
-	if _, _, until := mk.quarantine(s.lostDebt); until > tn {
+	if until := mk.until(s.lostDebt); until > tn {
 		lf.qoff, lf.hasQ = until-tn, true
 		qo = lf.qoff
 	}
@@ -365,8 +365,7 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 		at = max(at, fromBase(a, 0))
 	case 1: // no state: a loss's quarantine may apply
 		if mk := s.markers.get(p.From()); mk.lost {
-			_, _, until := mk.quarantine(s.lostDebt)
-			at = max(at, until)
+			at = max(at, mk.until(s.lostDebt))
 		}
 	}
 	if f := s.shadow.floor(p); f > at {
