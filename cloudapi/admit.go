@@ -76,6 +76,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 	c := s.c
 	start := c.clock.Now()
 	window := c.pairs.Policy().BurstWindow
+	var tierAt time.Time // a full tier's retry instant, for s.hold
 	for {
 		now := c.clock.Now()
 		// 1. Known waits.
@@ -84,6 +85,11 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 			return nil, s.notSubmitted(i, err)
 		}
 		if at.After(now) {
+			if at.Equal(tierAt) {
+				s.hold.note(errcodes.HoldTier, at.Sub(now))
+			} else {
+				s.hold.note(hold, at.Sub(now))
+			}
 			if err := s.late(at, start, hold); err != nil {
 				return nil, err
 			}
@@ -104,6 +110,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 			}
 		}
 		first, last := a.first(), a.slots[n-1].at
+		s.hold.admitted = now
 		// 3. The pair, at the number's slot.
 		if !s.pair.IsZero() {
 			if last.Sub(first) >= window {
@@ -139,7 +146,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 				if retryAt.IsZero() || (!s.deadline.IsZero() && retryAt.After(s.deadline)) {
 					return nil, s.backpressure(errcodes.HoldTier, retryAt.Sub(start))
 				}
-				notBefore = retryAt
+				notBefore, tierAt = retryAt, retryAt
 				continue
 			}
 			a.tier = &cl

@@ -53,6 +53,7 @@ type Client struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	observer   func(Event)
+	hooks      Hooks // WithHooks, or nil
 	pairs      *pairlimit.Limiter
 	tier       *throughput.Tier
 	budget     *throughput.Budget

@@ -27,6 +27,14 @@ type Event struct {
 	Attempt int
 	// Wait is how long the message waited for its slot before this attempt.
 	Wait time.Duration
+	// Held is the limit that held the message longest during Wait
+	// (errcodes.HoldNone when it did not wait): HoldPair, HoldPhoneNumber
+	// (its throughput or a hold), HoldApp or HoldWABA (the call budget), or
+	// HoldTier.
+	Held errcodes.Hold
+	// Duration is how long the request took, from the attempt's start to
+	// Meta's answer (or the transport's failure).
+	Duration time.Duration
 	// MessageID is the wamid when Meta accepted the message.
 	MessageID string
 	// State is the message's state after the attempt: StateRefused when a
@@ -50,6 +58,9 @@ func (s *sending) emit(ev Event) {
 		level = slog.LevelWarn
 	}
 	logs := c.log.Enabled(s.ctx, level)
+	if c.hooks != nil {
+		c.hooks.Attempt(s.ctx, ev) // without the recipient: hooks need no pair
+	}
 	if !logs && c.observer == nil {
 		return
 	}

@@ -124,7 +124,13 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 		results[at[j]], err = duplicate(given[j], first)
 		return results, err
 	}
+	if c.hooks != nil {
+		s.ctx = c.hooks.SendStart(s.ctx, from, len(msgs))
+	}
 	err = s.run()
+	if c.hooks != nil {
+		c.hooks.SendEnd(s.ctx, from, s.states, err)
+	}
 	s.remember(err)
 	return s.results, err
 }
@@ -236,6 +242,7 @@ type sending struct {
 	refusals  int                        // consecutive refusals of the current message
 	last      errcodes.Code              // the last refusal's code, or 0
 	lastErr   *errcodes.Error            // the last refusal
+	hold      holdNote                   // which limit held the current attempt, for Event.Held
 	who       *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
 }
 
@@ -271,6 +278,7 @@ func (s *sending) run() error {
 func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, err error) {
 	c := s.c
 	start := c.clock.Now()
+	s.hold = holdNote{}
 	a, err := s.admit(i, n, notBefore)
 	if err != nil {
 		return 0, false, err
@@ -290,6 +298,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
+		posted := c.clock.Now()
 		g := &gate{s: s, a: a, k: k, num: num}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
@@ -303,6 +312,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: out.err}
 		}
 		s.emit(Event{At: at, From: s.from, Kind: s.msgs[idx].kind, Attempt: s.attempts[idx], Wait: a.slots[k].at.Sub(start),
+			Held: s.hold.by(a.slots[k].at), Duration: at.Sub(wroteAt(g, posted)),
 			IdempotencyKey: s.keys[idx], State: out.state, Err: out.err, Code: codeOf(out.gerr), MessageID: messageIDOf(out.result)})
 		s.states[idx] = out.state
 		switch out.state {

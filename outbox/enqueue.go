@@ -327,6 +327,9 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	for _, k := range keys {
 		inserted[k] = true
 	}
+	if err := o.storeTraces(ctx, tx, ins, inserted); err != nil {
+		return fmt.Errorf("outbox: enqueue: storing trace context: %w", err)
+	}
 	var lost []any
 	for _, c := range ins {
 		key := c.m.IdempotencyKey

@@ -88,6 +88,7 @@ type config struct {
 	observer     func(Event)
 	runErrors    func(error, time.Duration)
 	log          *slog.Logger
+	tracer       Tracer // WithTracer, or nil
 	newKey       func() string
 	owner        string
 }

@@ -330,10 +330,15 @@ func (o *Outbox) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, schemaPostgres); err != nil {
 			return err
 		}
+		if err := o.migrateTrace(ctx, tx); err != nil {
+			return err
+		}
 		return tx.Commit()
 	}
-	_, err := o.db.ExecContext(ctx, schemaSQLite)
-	return err
+	if _, err := o.db.ExecContext(ctx, schemaSQLite); err != nil {
+		return err
+	}
+	return o.migrateTrace(ctx, o.db)
 }
 
 // q rewrites ? placeholders as $1, $2, ... for Postgres.

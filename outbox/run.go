@@ -36,6 +36,7 @@ type claimed struct {
 	otherSent int64 // Postgres: the lane's latest send by another worker
 	msg       cloudapi.Message
 	pair      pairlimit.Pair
+	trace     string // the trace context stored at enqueue (with a Tracer)
 }
 
 // finished is a send's outcome.
@@ -521,6 +522,9 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items
 			keys[i] = it.Key
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
+		if err := o.loadTraces(ctx, tx, items); err != nil {
+			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		// The claims may have been committed all the same (the answer
@@ -628,7 +632,9 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 				// the keys it sent) and the status webhooks tell it apart.
 				m.IdempotencyKey = resendKey(it.Key, it.Resends)
 			}
-			res, err := r.c.Send(sendCtx, it.From, m)
+			ctx, end := r.o.dispatch(sendCtx, it)
+			res, err := r.c.Send(ctx, it.From, m)
+			end(err)
 			r.done <- finished{it: it, res: res, err: err}
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing

@@ -426,3 +426,65 @@ func TestRunKeepsOutcomesItCannotRecord(t *testing.T) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
 }
+
+// TestPostgresListenerSurvivesTermination: the LISTEN connection that wakes
+// Run for other processes' enqueues was terminated (pg_terminate_backend)
+// and never came back: with a long idle wake, Run slept through new work.
+// It listens again.
+func TestPostgresListenerSurvivesTermination(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	a, err := outbox.Open(ctx, dsn, outbox.WithIdleWake(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := outbox.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	meta := cloudapitest.NewServer(t)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(runCtx, newClient(t, meta)) }()
+	enqueue := func(key string, to int) {
+		m := cloudapi.Text(recipient(to), "x")
+		m.IdempotencyKey = key
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := b.Enqueue(ctx, from, m); err == nil {
+				return
+			} else if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	await := func(key string) {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if it, err := b.Get(ctx, key); err == nil && it.State == outbox.StateAccepted {
+				return
+			}
+		}
+		t.Fatalf("%s not sent within 30 s: Run was not woken", key)
+	}
+	enqueue("listen-1", 1)
+	await("listen-1")
+	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	enqueue("listen-2", 2)
+	t0 := time.Now()
+	await("listen-2")
+	t.Logf("listen-2 sent after %v", time.Since(t0))
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
