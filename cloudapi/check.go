@@ -71,12 +71,9 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, endpoint, body)
+	req, err := c.newRequest(ctx, from, endpoint, body, g)
 	if err != nil {
 		return attemptResult{state: StateNotSubmitted, err: err}
-	}
-	if g != nil {
-		pacedRequest(req, g, body)
 	}
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
@@ -104,7 +101,13 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 		}
 		if w := wroteAt.Load(); w != 0 && !checked.IsZero() {
 			wt := time.Unix(0, w)
-			g.num.ObserveSend(g.a.slots[g.k].at, checked, wt)
+			slot := g.a.slots[g.k].at
+			g.num.ObserveSend(slot, checked, wt)
+			if over := wt.Sub(slot) - g.num.Tolerance() - g.num.Margin(); over > 0 {
+				// Descheduled between the check and the write: the sends
+				// after it shift by the excess rather than bunch with it.
+				g.num.Pause(wt.Add(over))
+			}
 			if g.k == 0 {
 				g.a.pairAfterWrite(c.pairs, wt)
 			}
@@ -136,11 +139,19 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 }
 
 // newRequest builds the POST of body to from's endpoint, with the token in
-// the Authorization header only.
-func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/"+endpoint, bytes.NewReader(body))
+// the Authorization header only. With a gate g the body runs the
+// write-time check.
+func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []byte, g *gate) (*http.Request, error) {
+	var r io.Reader
+	if g == nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/"+c.version+"/"+from+"/"+endpoint, r)
 	if err != nil {
 		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
+	}
+	if g != nil {
+		pacedRequest(req, g, body)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token.token)
 	req.Header.Set("Content-Type", "application/json")

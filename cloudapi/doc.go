@@ -25,7 +25,20 @@
 // [*BackpressureError]. Then wait on the clock, post with the token in the
 // Authorization header only, and classify the answer with [CheckResponse]
 // and errcodes' table. [Client.SendBurst] sends a multi-bubble reply as one
-// burst of the pair.
+// burst of the pair. The known waits are [Client.Admission], a read-only
+// query that an outbox or an agent's tools ask too.
+//
+// The limits decide when a message may leave; Meta counts it when it
+// arrives. So the Client checks again at the write, on the request body's
+// first read (the connection is ready, no byte of the body has left): a
+// message later than its number's tolerance, or met by a hold that began
+// after it was admitted, gives its slot back and takes a new one, and the
+// first bubble of a burst moves the pair's reservation to its real start.
+// Each check and write is reported to the number's limiter, whose margin
+// follows the lateness observed (see throughput's "Write-time pacing"), so
+// that default options hold Meta's figures on a loaded machine and across
+// processes sharing a store. A check that gives up (the deadline or the
+// context ends its wait) proves the message was not submitted.
 //
 // A template goes to /marketing_messages when its latest category is
 // marketing, to /messages otherwise (Meta's "Route template messages by

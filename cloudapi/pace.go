@@ -28,40 +28,46 @@ import (
 // (throughput.Limiter.Tolerance), or met by a hold of the number that began
 // after it was admitted, gives its slot back at the slot's own instant
 // (exact when no later slot stands on it) and takes a new one, holding the
-// connection while it waits; met by a hold, it takes the new one only once
-// the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
+// connection while it waits, as often as it takes (a message that can only
+// leave late is never sent late: its deadline or its context ends the
+// wait, and it is not submitted); met by a hold, it takes the new one only
+// once the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
 // reservation with it, so that the pair owes from when the burst really
 // starts. Every check and every write is reported to the number's limiter
 // (ObserveSend), whose margin follows the lateness observed.
 
-// maxReslots bounds how many times one message takes a new slot; after
-// that it goes at the check (and the margin learns from it).
-const maxReslots = 4
-
 // gate is the write-time check of message k of an admission.
 type gate struct {
-	s   *sending
-	a   *admission
-	k   int
-	num *throughput.Limiter
+	s     *sending
+	a     *admission
+	k     int
+	num   *throughput.Limiter
+	bytes []byte // the request body
 
 	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
 	done    bool
 	checked time.Time // when the check let the body go
 	aborted error     // why the check refused: no byte of the body left
-	reslots int
 }
 
 // errGateDone: the body was read after the send gave up on the request.
 var errGateDone = errors.New("cloudapi: request body read after the send ended")
 
 // body returns the request body that runs the check on its first read.
-func (g *gate) body(b []byte) io.ReadCloser { return &pacedBody{g: g, r: bytes.NewReader(b)} }
+func (g *gate) body(b []byte) io.ReadCloser {
+	p := &pacedBody{g: g}
+	p.r.Reset(b)
+	return p
+}
+
+// getBody is the request's GetBody: a new body of the same bytes, checked
+// again on its first read.
+func (g *gate) getBody() (io.ReadCloser, error) { return g.body(g.bytes), nil }
 
 // pacedBody is a request body whose first read runs the gate.
 type pacedBody struct {
 	g       *gate
-	r       *bytes.Reader
+	r       bytes.Reader
 	checked bool
 }
 
@@ -93,7 +99,7 @@ func (g *gate) check() error {
 		now := c.clock.Now()
 		held := g.num.HeldUntil().After(now)
 		if !held {
-			if now.Sub(sl.at) <= g.num.Tolerance() || g.reslots >= maxReslots {
+			if now.Sub(sl.at) <= g.num.Tolerance() {
 				g.checked = now
 				return nil
 			}
@@ -109,7 +115,6 @@ func (g *gate) check() error {
 // reslot gives message k's slot back and takes a new one, moving the
 // pair's reservation with the first bubble, then waits for it.
 func (g *gate) reslot(now time.Time) error {
-	g.reslots++
 	s, a, c := g.s, g.a, g.s.c
 	sl := &a.slots[g.k]
 	sl.num.CancelAt(sl.num.TimeToAct()) // unused: exact when no later slot stands on it
@@ -182,7 +187,8 @@ func (a *admission) pairAfterWrite(pairs *pairlimit.Limiter, wrote time.Time) {
 
 // pacedRequest sets body as req's body through gate g.
 func pacedRequest(req *http.Request, g *gate, body []byte) {
+	g.bytes = body
 	req.Body = g.body(body)
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return g.body(body), nil }
+	req.GetBody = g.getBody
 }

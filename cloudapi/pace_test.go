@@ -1,7 +1,11 @@
 package cloudapi_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -187,6 +191,138 @@ func TestLateFirstBubbleMovesThePair(t *testing.T) {
 		}
 		if n := h.srv.Count(errcodes.PairRateLimit); n != 0 {
 			t.Errorf("%d x 131056: the pair's due was counted from the decision, not the write", n)
+		}
+	})
+}
+
+// hookTransport runs before before the inner transport.
+type hookTransport struct {
+	inner  http.RoundTripper
+	before func()
+}
+
+func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.before()
+	return h.inner.RoundTrip(r)
+}
+
+// TestHoldMetAtTheWriteIsNotSent: a 130429 hold that begins after a
+// message was admitted (another send's refusal) stops it at the write; when
+// the hold outlasts its deadline it fails with backpressure (refused here),
+// and Meta never sees it.
+func TestHoldMetAtTheWriteIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t)
+		var c *cloudapi.Client
+		hc := &http.Client{Transport: hookTransport{inner: srv.Client().Transport, before: func() {
+			c.Number(number).Refused(time.Now(), errcodes.ThroughputLimit)
+		}}}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(hc), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_, err = c.Send(ctx, number, cloudapi.Text(alice, "x"))
+		var bp *cloudapi.BackpressureError
+		if !errors.As(err, &bp) || bp.Limit != errcodes.HoldPhoneNumber || cloudapi.StateOf(err) != cloudapi.StateRefused {
+			t.Fatalf("Send = %v (state %v), want backpressure on the number (refused locally)", err, cloudapi.StateOf(err))
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("Meta saw %d requests", n)
+		}
+	})
+}
+
+// postCheckTransport reads the body (running the write-time check), then
+// for every nth request sleeps before handing it on: a process descheduled
+// between the check and the write.
+type postCheckTransport struct {
+	inner http.RoundTripper
+	every int64
+	delay time.Duration
+	n     atomic.Int64
+}
+
+func (p *postCheckTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if p.n.Add(1)%p.every == 0 {
+		time.Sleep(p.delay)
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	return p.inner.RoundTrip(r2)
+}
+
+// TestLateAfterTheCheckShiftsTheNext: a send that leaves 100 ms after its
+// check passed (one in 200: too rare for the margin, which covers the 99th
+// percentile) pauses the number by its excess lateness, so
+// that the sends after it shift instead of bunching with it: no 130429.
+func TestLateAfterTheCheckShiftsTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := paced(t, 64, 10, func(rt http.RoundTripper) http.RoundTripper {
+			return &postCheckTransport{inner: rt, every: 200, delay: 100 * time.Millisecond}
+		})
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429 with writes late after the check", n)
+		}
+	})
+}
+
+// TestPairRefusalBurstKeepsTheNumberFlowing: 131056 for ten recipients at
+// once (a burst across pairs) holds each of those pairs 4^0 = 1 s before
+// its retry; the number keeps sending to everyone else at its rate.
+func TestPairRefusalBurstKeepsTheNumberFlowing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(throughput.Default))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := func(g, i int) string { return fmt.Sprintf("+2376%04d%04d", g, i) }
+		var fails []cloudapitest.Failure
+		for g := range 10 {
+			fails = append(fails, cloudapitest.Failure{To: to(g, 3), Code: errcodes.PairRateLimit})
+		}
+		srv.Script(fails...)
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Go(func() {
+				for i := range 8 {
+					if _, err := c.Send(t.Context(), number, cloudapi.Text(to(g, i), "x")); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		refused := map[string]time.Time{}
+		var accepted []time.Time
+		for _, r := range srv.Requests() {
+			switch {
+			case r.Code == errcodes.PairRateLimit:
+				refused[r.To] = r.At
+			case r.Accepted:
+				accepted = append(accepted, r.At)
+				if at, ok := refused[r.To]; ok && r.At.Sub(at) < time.Second {
+					t.Errorf("pair %s retried %v after its 131056, want 4^0 = 1 s", r.To, r.At.Sub(at))
+				}
+			}
+		}
+		if len(refused) != 10 {
+			t.Fatalf("%d pairs refused, want the 10 scripted", len(refused))
+		}
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429", n)
+		}
+		// 512 messages at 79/s: the number never stopped for the pairs.
+		took := accepted[len(accepted)-1].Sub(accepted[0]).Seconds()
+		if want := 511.0/79 + 0.5; took > want {
+			t.Errorf("512 messages took %.2f s, want at most %.2f s: the number waited for the pairs", took, want)
 		}
 	})
 }

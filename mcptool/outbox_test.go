@@ -583,7 +583,8 @@ func TestMessageKinds(t *testing.T) {
 
 // While Meta holds the business number for maintenance (131057), a message
 // whose deadline falls inside the hold is refused at once, for any
-// recipient, and never reaches Meta.
+// recipient, naming 131057 (the code that holds it, from the Client's
+// admission query), and never reaches Meta.
 func TestNumberHoldDecidesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, mcptool.Config{})
@@ -597,7 +598,7 @@ func TestNumberHoldDecidesAtOnce(t *testing.T) {
 		}
 		now := time.Now()
 		got, isErr = w.send(map[string]any{"to": "+237 690 00 00 09", "text": "Table for two at 8?", "idempotency_key": "other", "max_delay_ms": 5000})
-		if !isErr || got["code"] != "WHATSAPP_BACKPRESSURE" || got["meta_code"] != 130429.0 || got["send_state"] != "not_submitted" ||
+		if !isErr || got["code"] != "WHATSAPP_BACKPRESSURE" || got["meta_code"] != 131057.0 || got["send_state"] != "not_submitted" ||
 			got["expires_at"] != stamp(now.Add(5*time.Second)) {
 			t.Errorf("during the hold: %v", got)
 		}

@@ -30,16 +30,21 @@ type Config struct {
 	// offers exactly these.
 	From []string
 	// Client is the client outbox.Run sends with. With it, a message is
-	// refused at once when its business number is held (after 130429,
-	// 131057 or 2494100) past its deadline, and a queued message's
-	// estimate counts the hold. The tools never send through it.
+	// refused at once when a limit the Client knows holds it past its
+	// deadline (its pair's debt, its number's hold after 130429, 131057 or
+	// 2494100, the call budget's), naming the code that holds it, and a
+	// queued message's estimate counts the wait. The tools never send
+	// through it.
 	Client *cloudapi.Client
 	// Pairs is the pair limiter shared by the outbox and the Client that
-	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). With it, a
-	// message is refused at once when its pair's current debt alone (a
-	// message just sent, a burst, a 131056 hold) passes its deadline, and
-	// a queued message's estimate counts that debt. Without it, only the
-	// outbox's estimate (its lane's depth) is known.
+	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). It is read
+	// only without a Client: with one, the tools ask the Client's own
+	// admission query (cloudapi.Client.Admission), whose pair limiter is
+	// the one the send meets. With either, a message is refused at once
+	// when its pair's current debt alone (a message just sent, a burst, a
+	// 131056 hold) passes its deadline, and a queued message's estimate
+	// counts that debt. Without both, only the outbox's estimate (its
+	// lane's depth) is known.
 	Pairs *pairlimit.Limiter
 	// Waker, when its Observe is the outbox's observer, wakes waiting
 	// calls at each transition of their message instead of at their next

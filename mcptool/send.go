@@ -216,13 +216,20 @@ func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key stri
 
 // knownWait returns the longest wait the limits already impose on a
 // message from from to m's recipient, as a BackpressureError's limit, code
-// and wait (zero when nothing is known to wait): the pair's debt or 131056
-// hold (Config.Pairs), and the number's hold after 130429, 131057 or
-// 2494100 (Config.Client). The pair is read with [pairlimit.Limiter.ReadyAt],
-// which changes nothing.
+// and wait (zero when nothing is known to wait). With Config.Client it is
+// the Client's own read-only admission query ([cloudapi.Client.Admission]:
+// the pair's debt or 131056 hold, the number's hold after 130429, 131057
+// or 2494100, the call budget's hold), asked of the limits the send will
+// meet; without one, only the pair's debt in Config.Pairs is known.
 func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) cloudapi.BackpressureError {
 	var w cloudapi.BackpressureError
 	if m.Kind() == cloudapi.KindRead {
+		return w
+	}
+	if t.client != nil {
+		if a, err := t.client.Admission(now, from, m.To(), 1); err == nil && a.At.After(now) {
+			w = cloudapi.BackpressureError{Limit: a.Limit, Code: a.Code, Wait: a.At.Sub(now)}
+		}
 		return w
 	}
 	if t.pairs != nil {
@@ -232,11 +239,6 @@ func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) clouda
 					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit, Wait: d}
 				}
 			}
-		}
-	}
-	if t.client != nil {
-		if d := t.client.Number(from).HeldUntil().Sub(now); d > w.Wait {
-			w = cloudapi.BackpressureError{Limit: errcodes.HoldPhoneNumber, Code: errcodes.ThroughputLimit, Wait: d}
 		}
 	}
 	return w

@@ -171,9 +171,16 @@ func (o *Outbox) LaneHistory(ctx context.Context, from, to string, since time.Ti
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
-	rows, err := o.db.QueryContext(ctx, o.q(`SELECT t.at, t.ikey, t.state, t.reason, i.state, i.code, t.id = (SELECT MAX(u.id) FROM outbox_transitions u WHERE u.ikey = t.ikey)
-		FROM outbox_transitions t JOIN outbox_items i ON i.ikey = t.ikey
-		WHERE i.sender = ? AND i.recipient = ? AND t.at >= ? ORDER BY t.at, t.id LIMIT ?`), from, to, nanos(since), limit)
+	// An item's first transition (queued, at its enqueue) is read from
+	// the item; the others from outbox_history.
+	rows, err := o.db.QueryContext(ctx, o.q(`WITH h (item, at, state, reason, hid) AS (
+			SELECT i.id, i.enqueued_at, 'queued', '', 0 FROM outbox_items i WHERE i.sender = ? AND i.recipient = ?
+			UNION ALL
+			SELECT t.item, t.at, t.state, t.reason, t.id FROM outbox_history t JOIN outbox_items i ON i.id = t.item
+				WHERE i.sender = ? AND i.recipient = ?)
+		SELECT h.at, i.ikey, h.state, h.reason, i.state, i.code, h.hid = (SELECT COALESCE(MAX(u.id), 0) FROM outbox_history u WHERE u.item = h.item)
+		FROM h JOIN outbox_items i ON i.id = h.item
+		WHERE h.at >= ? ORDER BY h.at, h.hid LIMIT ?`), from, to, from, to, nanos(since), limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: lane history: %w", err)
 	}
@@ -227,8 +234,11 @@ func (o *Outbox) Trend(ctx context.Context, since time.Time, step time.Duration)
 	if !since.Before(now) {
 		return nil, nil
 	}
-	rows, err := o.db.QueryContext(ctx, o.q(`SELECT b, state, COUNT(*) FROM (SELECT (at - ?) / ? AS b, state FROM outbox_transitions
-		WHERE at >= ? AND at <= ?) AS t GROUP BY b, state`), nanos(since), int64(step), nanos(since), nanos(now))
+	rows, err := o.db.QueryContext(ctx, o.q(`SELECT b, state, COUNT(*) FROM (
+			SELECT (at - ?) / ? AS b, state FROM outbox_history WHERE at >= ? AND at <= ?
+			UNION ALL
+			SELECT (enqueued_at - ?) / ?, 'queued' FROM outbox_items WHERE enqueued_at >= ? AND enqueued_at <= ?) AS t
+		GROUP BY b, state`), nanos(since), int64(step), nanos(since), nanos(now), nanos(since), int64(step), nanos(since), nanos(now))
 	if err != nil {
 		return nil, fmt.Errorf("outbox: trend: %w", err)
 	}

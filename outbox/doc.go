@@ -22,6 +22,15 @@
 // queue: they claim lane heads with FOR UPDATE SKIP LOCKED under leases,
 // and a lane's head in flight blocks the rest of its lane, so a lane is
 // sent by one worker at a time and FIFO order holds across workers.
+// [OpenDB] takes a *sql.DB the caller owns instead of a DSN.
+//
+// The schema carries a version ([SchemaVersion]): Open migrates an older
+// outbox forward in one transaction, keeping every item, and refuses one
+// written by a newer version ([ErrSchemaTooNew]). Counters of the items
+// per business number and state are kept by the database's triggers, so
+// [Outbox.Snapshot]'s counts, [Outbox.Drain] and the capacity check cost
+// the same with a million items queued. Other code that changes items'
+// states with its own UPDATEs keeps them right for free.
 //
 // # Model
 //
@@ -29,7 +38,10 @@
 // gives it its idempotency key (its own or a generated one; an existing
 // key stores nothing new) and either stores it as queued or rejects it at
 // once: queue or reject. [Outbox.EnqueueTx] does the same inside the
-// caller's *sql.Tx. [Outbox.Run] dispatches through a *cloudapi.Client:
+// caller's *sql.Tx, [Outbox.EnqueueMany] for a list in one transaction of
+// its own (a result per message), and [Outbox.EnqueueBurst] stores a
+// multi-bubble reply as one unit, sent back to back as one burst of the
+// pair. [Outbox.Run] dispatches through a *cloudapi.Client:
 //
 //	queued -> sending -> accepted -> delivered -> read
 //	                  \-> submitted_unknown (-> accepted/delivered/read/failed from webhooks)
@@ -37,7 +49,8 @@
 //	queued -> expired (its deadline passed: a dead letter, never sent late)
 //
 // An item claimed by a worker that died mid-request becomes
-// submitted_unknown when its lease ends, and is never resent
+// submitted_unknown when its lease ends (under a fixed [WithWorkerID]
+// too: a restarted process is another incarnation), and is never resent
 // automatically: [Outbox.Reconcile] settles it from status webhooks
 // (biz_opaque_callback_data carries the key; the wamid is matched too), and
 // only a [ResendPolicy] (off by default) may queue it again, recorded as a
@@ -72,7 +85,8 @@
 //
 // [WithObserver] hears every transition; [Outbox.Snapshot] counts items per
 // state, live lanes, the deepest lane, the oldest queued item and dead
-// letters. [Outbox.Get] returns an item with its history.
+// letters; [Outbox.Drain] waits until nothing is queued or sending.
+// [Outbox.Get] returns an item with its history.
 //
 // # Testing
 //

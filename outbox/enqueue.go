@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -15,21 +16,10 @@ import (
 	"github.com/wapace/wapace/pairlimit"
 )
 
-// liveRefresh is how often Enqueue recounts the live items of each
-// business number for its capacity check and estimate.
-const liveRefresh = 100 * time.Millisecond
-
 // laneLockSpace is the first key of the Postgres advisory locks that
 // serialise Enqueue per lane (the second is the hash of the lane); the
 // two-key space never meets Open's one-key lock.
 const laneLockSpace = 727717
-
-// liveCount caches the live items per business number.
-type liveCount struct {
-	at       time.Time
-	bySender map[string]int
-	total    int
-}
 
 // Enqueue stores m, to be sent from business number from (its phone
 // number ID) by Run, or rejects it at once, storing nothing:
@@ -206,33 +196,20 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 
 	// What is stored already: the keys, and the depth of the lanes. (One
 	// query for the whole batch.)
-	var q strings.Builder
-	args := make([]any, 0, 2*len(calls))
-	q.WriteString(`SELECT 0, ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (`)
-	for i, c := range calls {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("?")
-		args = append(args, c.m.IdempotencyKey)
-	}
-	q.WriteString(`) UNION ALL SELECT 1, lane, '', COUNT(*), 0, '', '' FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (`)
+	keys := make([]string, 0, len(calls))
+	lanes := make([]string, 0, len(calls))
 	seen := map[string]bool{}
 	for _, c := range calls {
+		keys = append(keys, c.m.IdempotencyKey)
 		if !seen[c.lane] {
-			if len(seen) > 0 {
-				q.WriteString(", ")
-			}
 			seen[c.lane] = true
-			q.WriteString("?")
-			args = append(args, c.lane)
+			lanes = append(lanes, c.lane)
 		}
 	}
-	q.WriteString(`) GROUP BY lane`)
 	stored := map[string]Ticket{}
 	prints := map[string]string{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
-	rows, err := tx.QueryContext(ctx, o.q(q.String()), args...)
+	rows, err := o.query(ctx, tx, lookupSQL(len(keys), len(lanes)), append(anys(keys), anys(lanes)...)...)
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
@@ -256,6 +233,11 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	rows.Close()
+	// The live items per number and in all.
+	live, total, err := o.liveDepth(ctx, tx, now)
+	if err != nil {
+		return fmt.Errorf("outbox: enqueue: %w", err)
+	}
 
 	// Decide each in turn, counting the ones before it.
 	var ins []*enqCall
@@ -280,7 +262,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		if m.ExpiresAt.IsZero() && m.Kind() == cloudapi.KindTemplate && m.Category == cloudapi.CategoryAuthentication {
 			m.ExpiresAt = now.Add(cloudapi.AuthenticationTTL)
 		}
-		est, err := o.decide(ctx, tx, now, c.from, m, c.lane, c.to, depth[c.lane], bySender[c.from], len(ins))
+		est, err := o.decide(ctx, tx, now, c.from, m, c.lane, c.to, depth[c.lane], live[c.from]+bySender[c.from], total+len(ins))
 		var re *RejectError
 		if errors.As(err, &re) {
 			c.err = err
@@ -306,22 +288,23 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		return nil
 	}
 
-	// One statement inserts them all, in order (ids, hence FIFO order in
-	// a lane, follow it).
-	q.Reset()
-	args = args[:0]
-	q.WriteString(`INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at) VALUES `)
-	for i, c := range ins {
-		if i > 0 {
-			q.WriteString(", ")
+	// A few statements insert them all, in order (ids, hence FIFO order
+	// in a lane, follow it).
+	keys = keys[:0]
+	done := 0
+	for len(ins[done:]) > 0 {
+		n := min(len(ins[done:]), maxInsert)
+		args := make([]any, 0, 11*n)
+		for i, c := range ins[done : done+n] {
+			args = append(args, c.m.IdempotencyKey, c.lane, c.from, c.to, string(c.m.Kind()), bodies[done+i], nanos(now), nanos(now),
+				nanos(c.t.ExpiresAt), nanos(now), c.burst)
 		}
-		q.WriteString(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`)
-		args = append(args, c.m.IdempotencyKey, c.lane, c.from, c.to, string(c.m.Kind()), bodies[i], nanos(now), nanos(now), nanos(c.t.ExpiresAt), nanos(now))
-	}
-	q.WriteString(` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`)
-	keys, err := queryKeys(ctx, tx, o.q(q.String()), args...)
-	if err != nil {
-		return fmt.Errorf("outbox: enqueue: %w", err)
+		done += n
+		ks, err := o.queryKeys(ctx, tx, insertSQL(n), args...)
+		if err != nil {
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+		keys = append(keys, ks...)
 	}
 	inserted := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -329,6 +312,18 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	}
 	if err := o.storeTraces(ctx, tx, ins, inserted); err != nil {
 		return fmt.Errorf("outbox: enqueue: storing trace context: %w", err)
+	}
+	// Count the new items (the triggers count changes of state only).
+	perSender := map[string]int{}
+	for _, c := range ins {
+		if inserted[c.m.IdempotencyKey] {
+			perSender[c.from]++
+		}
+	}
+	for sender, n := range perSender {
+		if err := o.countInserted(ctx, tx, sender, n); err != nil {
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
 	}
 	var lost []any
 	for _, c := range ins {
@@ -347,9 +342,11 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	}
 	// The calls of those keys (the one that tried to insert, and any of
 	// this batch that took its ticket) get the stored item's ticket.
-	q.Reset()
-	q.WriteString(`SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (?` + strings.Repeat(", ?", len(lost)-1) + `)`)
-	rows, err = tx.QueryContext(ctx, o.q(q.String()), lost...)
+	lostKeys := make([]string, len(lost))
+	for i, k := range lost {
+		lostKeys[i] = k.(string)
+	}
+	rows, err = o.query(ctx, tx, `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey `+o.d.inList("text"), listArg(o.d, lostKeys))
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
@@ -448,7 +445,7 @@ func (o *Outbox) lockLanes(ctx context.Context, tx *sql.Tx, calls []*enqCall, tr
 // instant, given its lane's depth and the items of its number and of the
 // queue stored before it in this transaction (not yet in liveDepth's
 // counts).
-func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from string, m cloudapi.Message, lane, to string, laneDepth, senderBefore, before int) (time.Time, error) {
+func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from string, m cloudapi.Message, lane, to string, laneDepth, senderDepth, total int) (time.Time, error) {
 	key := m.IdempotencyKey
 	reject := func(reason error, full string, code errcodes.Code, wait time.Duration) error {
 		hold := errcodes.HoldNone
@@ -464,7 +461,7 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	}
 	if o.cfg.window > 0 && freeForm(m.Kind()) {
 		var last int64
-		err := tx.QueryRowContext(ctx, o.q(`SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`), from, to).Scan(&last)
+		err := o.queryRow(ctx, tx, sqlWindow, from, to).Scan(&last)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return time.Time{}, err
 		}
@@ -477,11 +474,6 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	if laneDepth >= o.cfg.laneCapacity {
 		return time.Time{}, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
 	}
-	senderDepth, total, err := o.liveDepth(ctx, tx, now, from)
-	if err != nil {
-		return time.Time{}, err
-	}
-	senderDepth, total = senderDepth+senderBefore, total+before
 	numberWait := time.Duration(senderDepth) * time.Second / time.Duration(o.cfg.mps)
 	if total >= o.cfg.capacity {
 		return time.Time{}, reject(ErrQueueFull, "queue", 0, numberWait)
@@ -500,35 +492,61 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	return est, nil
 }
 
-// liveDepth returns the live items of business number from and of the
-// whole queue, recounted at most every liveRefresh (this process's
-// enqueues since are added; items finished since are not subtracted, so
-// the figures err high).
-func (o *Outbox) liveDepth(ctx context.Context, ex execer, now time.Time, from string) (int, int, error) {
+// lookupSQL finds which of keys keys are stored, and the live items of
+// lanes lanes. (A list of placeholders: for one key, the commonest call,
+// it parses faster than a JSON list.)
+func lookupSQL(keys, lanes int) string {
+	return `SELECT 0, ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (` + repeatJoin("?", ", ", keys) + `)
+		UNION ALL SELECT 1, lane, '', COUNT(*), 0, '', '' FROM outbox_items WHERE state IN ('queued', 'sending') AND lane IN (` + repeatJoin("?", ", ", lanes) + `) GROUP BY lane`
+}
+
+// maxInsert is the most items one INSERT statement stores.
+const maxInsert = 256
+
+// repeatJoin repeats s n times, separated by sep.
+func repeatJoin(s, sep string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(s+sep, n), sep)
+}
+
+func anys[T any](vs []T) []any {
+	as := make([]any, len(vs))
+	for i, v := range vs {
+		as[i] = v
+	}
+	return as
+}
+
+// liveRefresh is how often Enqueue rereads the counters of live items
+// for its capacity check and estimate (a statement per call would cost a
+// tenth of an Enqueue in a transaction of many).
+const liveRefresh = 100 * time.Millisecond
+
+// liveCount caches the live items per business number.
+type liveCount struct {
+	at       time.Time
+	bySender map[string]int
+	total    int
+}
+
+// liveDepth returns the live items per business number and of the whole
+// queue, from the counters, reread at most every liveRefresh (this
+// process's enqueues since are added; items finished since are not
+// subtracted, so the figures err high). It returns a copy.
+func (o *Outbox) liveDepth(ctx context.Context, ex execer, now time.Time) (map[string]int, int, error) {
 	o.liveMu.Lock()
 	defer o.liveMu.Unlock()
 	if o.live.bySender == nil || now.Sub(o.live.at) >= liveRefresh || now.Before(o.live.at) {
-		rows, err := ex.QueryContext(ctx, `SELECT sender, COUNT(*) FROM outbox_items WHERE state IN ('queued', 'sending') GROUP BY sender`)
+		_, by, err := o.counts(ctx, ex)
 		if err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
-		defer rows.Close()
-		by, total := map[string]int{}, 0
-		for rows.Next() {
-			var s string
-			var n int
-			if err := rows.Scan(&s, &n); err != nil {
-				return 0, 0, err
-			}
-			by[s] = n
+		total := 0
+		for _, n := range by {
 			total += n
-		}
-		if err := rows.Err(); err != nil {
-			return 0, 0, err
 		}
 		o.live = liveCount{at: now, bySender: by, total: total}
 	}
-	return o.live.bySender[from], o.live.total, nil
+	return maps.Clone(o.live.bySender), o.live.total, nil
 }
 
 func (o *Outbox) countEnqueued(from string) {
@@ -539,6 +557,14 @@ func (o *Outbox) countEnqueued(from string) {
 		o.live.total++
 	}
 }
+
+// insertSQL inserts n items.
+func insertSQL(n int) string {
+	return `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
+		repeatJoin(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`, ", ", n) + ` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`
+}
+
+var sqlWindow = `SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`
 
 // fingerprint names a message for the idempotency check: its lane (the
 // business number and the recipient, normalised) and its stored encoding

@@ -25,6 +25,10 @@ var (
 	ErrInvalidDSN = errors.New("outbox: invalid DSN")
 	// ErrInvalidOption is matched by Open's error for a bad option.
 	ErrInvalidOption = errors.New("outbox: invalid option")
+	// ErrSchemaTooNew is matched by Open's error for a database written
+	// by a newer version of this package (a schema version above
+	// SchemaVersion): it is left untouched.
+	ErrSchemaTooNew = errors.New("outbox: database schema is newer than this code")
 	// ErrClosed is returned by calls on a closed Outbox.
 	ErrClosed = errors.New("outbox: closed")
 	// ErrIdempotencyConflict is matched by Enqueue's error for a message

@@ -42,6 +42,7 @@ type enqCall struct {
 	from     string
 	m        cloudapi.Message
 	lane, to string
+	burst    string // the key of its burst's first item ("" for none)
 
 	wake   chan bool // true: lead the next batch; false: the result is set
 	taken  bool      // in a batch (group.mu)

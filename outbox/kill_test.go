@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,17 +23,22 @@ import (
 // for leaked goroutines otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv("OUTBOX_TEST_SENDER") != "" {
-		os.Exit(sender(os.Getenv("OUTBOX_TEST_DSN"), os.Getenv("OUTBOX_TEST_META")))
+		os.Exit(sender(os.Getenv("OUTBOX_TEST_DSN"), os.Getenv("OUTBOX_TEST_META"), os.Getenv("OUTBOX_TEST_WORKER")))
 	}
 	goleak.VerifyTestMain(m)
 }
 
 // sender is a real sender process: it dispatches the outbox at dsn to the
-// fake Meta at base until nothing is left, then exits 0.
-func sender(dsn, base string) int {
+// fake Meta at base until nothing is left, then exits 0. A non-empty
+// worker is its WithWorkerID.
+func sender(dsn, base, worker string) int {
 	ctx := context.Background()
 	pairs := pairlimit.New(fastPairs)
-	o, err := outbox.Open(ctx, dsn, outbox.WithPairLimiter(pairs), outbox.WithLease(300*time.Millisecond))
+	opts := []outbox.Option{outbox.WithPairLimiter(pairs), outbox.WithLease(300 * time.Millisecond)}
+	if worker != "" {
+		opts = append(opts, outbox.WithWorkerID(worker))
+	}
+	o, err := outbox.Open(ctx, dsn, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -54,15 +60,17 @@ func sender(dsn, base string) int {
 			return 3
 		case <-time.After(20 * time.Millisecond):
 		}
-		st, err := o.Snapshot(ctx)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		if st.Counts[outbox.StateQueued]+st.Counts[outbox.StateSending] == 0 {
+		dctx, dcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := o.Drain(dctx)
+		dcancel()
+		if err == nil {
 			cancel()
 			<-done
 			return 0
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
 		}
 	}
 }
@@ -71,7 +79,15 @@ func sender(dsn, base string) int {
 // SIGKILL mid-run and restarted twice: afterwards every message is
 // accepted exactly once or is submitted_unknown, none is accepted twice,
 // FIFO order holds per recipient, and Meta never answered 131056.
-func TestKill9(t *testing.T) {
+func TestKill9(t *testing.T) { kill9(t, "") }
+
+// A supervisor restarts the killed sender under the same WithWorkerID:
+// the dead process's claims are recovered after their lease all the same
+// (they used to stay sending for good under a name equal to the new
+// process's, and their lanes never moved).
+func TestKill9FixedWorkerID(t *testing.T) { kill9(t, "sender-0") }
+
+func kill9(t *testing.T, worker string) {
 	if testing.Short() {
 		t.Skip("starts sender processes")
 	}
@@ -104,7 +120,7 @@ func TestKill9(t *testing.T) {
 	// channel.
 	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+base)
+		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+base, "OUTBOX_TEST_WORKER="+worker)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

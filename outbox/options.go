@@ -91,6 +91,7 @@ type config struct {
 	tracer       Tracer // WithTracer, or nil
 	newKey       func() string
 	owner        string
+	ownerFixed   bool // WithWorkerID: the name is held in outbox_workers
 }
 
 func defaultConfig() config {
@@ -119,7 +120,7 @@ func WithClock(clk clock.Clock) Option {
 
 // WithCapacity bounds the live items of the whole queue (default
 // DefaultCapacity); Enqueue rejects beyond it with ErrQueueFull. The
-// bound is approximate: an Outbox recounts the queue at most every 100 ms
+// bound is approximate: an Outbox rereads its counters at most every 100 ms
 // and adds its own enqueues meanwhile, so items finished since still
 // count (a full queue may reject for up to 100 ms after it drained), and
 // with several Outboxes on one Postgres each learns of the others' items
@@ -310,14 +311,19 @@ func WithIdempotencyKeys(f func() string) Option {
 	}
 }
 
-// WithWorkerID names this process's claims (default: random). Names must
-// be unique among live workers.
+// WithWorkerID names this process's claims (default: random), for a
+// supervisor or a StatefulSet that restarts a process under the same
+// name. Names must be unique among live workers: a Run whose name another
+// live process holds returns ErrWorkerIDInUse (it waits up to one lease
+// to tell a live holder from a dead one). The claims of a process that
+// died under the name are recovered after their lease, like any dead
+// worker's, by the restarted process or any other.
 func WithWorkerID(id string) Option {
 	return func(c *config) error {
 		if id == "" || len(id) > 128 || strings.ContainsAny(id, "\x00\n") {
 			return optErr("worker ID must be 1 to 128 bytes without NUL or newline")
 		}
-		c.owner = id
+		c.owner, c.ownerFixed = id, true
 		return nil
 	}
 }

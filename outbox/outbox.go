@@ -8,13 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"             // registers the "sqlite" driver
 )
 
 // Outbox is a durable send queue in a database. It is safe for concurrent
@@ -26,9 +28,13 @@ import (
 // nothing).
 type Outbox struct {
 	db    *sql.DB
+	ownDB bool // Open opened db: Close closes it
 	d     dialect
 	cfg   config
 	owner string
+	// incarnation tells this Outbox's claims from those of an earlier
+	// process under the same WithWorkerID.
+	incarnation string
 
 	runMu   sync.Mutex // protects runners
 	runners map[*runner]bool
@@ -38,12 +44,15 @@ type Outbox struct {
 
 	group group // concurrent Enqueue calls share transactions
 
+	liveMu sync.Mutex // protects live
+	live   liveCount
+
+	waitMu  sync.Mutex                   // protects waiters
+	waiters map[*context.CancelFunc]bool // Drain calls waiting for a change
+
 	soloMu    sync.Mutex           // protects soloLanes
 	soloLanes map[string]*laneGate // lane -> its Enqueue calls stored alone
 	soloSem   chan struct{}        // bounds the connections of calls stored alone
-
-	liveMu sync.Mutex // protects live
-	live   liveCount
 
 	seedMu    sync.Mutex       // protects seeded and seededAll
 	seeded    map[string]int64 // lane -> latest send fed to the pair limiter by seeding
@@ -60,6 +69,14 @@ type dialect struct {
 type dsn struct {
 	driver string // "sqlite" or "pgx"
 	source string // the driver's data source name
+	path   string // the SQLite file
+}
+
+func (p dsn) dialect() dialect {
+	if p.driver == "pgx" {
+		return dialect{name: "postgres", postgres: true}
+	}
+	return dialect{name: "sqlite"}
 }
 
 // parseDSN reads "sqlite:PATH" or a postgres:// (postgresql://) URL.
@@ -80,8 +97,13 @@ func parseDSN(s string) (dsn, error) {
 		// for every statement touching more than 64 KiB (a shared
 		// Enqueue batch, a batch of outcomes).
 		v.Add("_pragma", "temp_store(MEMORY)")
+		// A page cache of 64 MiB (the default is 2 MiB: a large queue's
+		// indexes would be read from the file again and again) and reads
+		// through a memory map of up to 128 MiB.
+		v.Add("_pragma", "cache_size(-65536)")
+		v.Add("_pragma", "mmap_size(134217728)")
 		v.Set("_txlock", "immediate")
-		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()}, nil
+		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode(), path: path}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || strings.ContainsRune(s, 0) {
@@ -92,16 +114,73 @@ func parseDSN(s string) (dsn, error) {
 	return dsn{}, fmt.Errorf("%w: want sqlite:PATH or a postgres:// URL", ErrInvalidDSN)
 }
 
-// Open opens (creating its tables if needed) the outbox at dsn:
-// "sqlite:PATH" for an embedded SQLite file in WAL mode, or a
-// "postgres://" URL for a server shared by several workers. Errors match
-// ErrInvalidDSN, ErrInvalidOption, or are the database's; they never
-// repeat a password.
+// Open opens (creating its tables if needed, migrating them forward from
+// an older version) the outbox at dsn: "sqlite:PATH" for an embedded
+// SQLite file in WAL mode, or a "postgres://" URL for a server shared by
+// several workers. Errors match ErrInvalidDSN, ErrInvalidOption,
+// ErrSchemaTooNew, or are the database's (naming the SQLite file and why
+// it cannot be opened); they never repeat a password.
 func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 	p, err := parseDSN(dsnStr)
 	if err != nil {
 		return nil, err
 	}
+	if p.path != "" {
+		// The driver's words for a file it cannot create are
+		// "out of memory (14)": name the file and the cause.
+		if err := checkSQLitePath(p.path); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sql.Open(p.driver, p.source)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open %s: %w", p.dialect().name, scrub(err, dsnStr))
+	}
+	if !p.dialect().postgres {
+		// SQLite has one writer at a time: one connection serialises
+		// everything without busy errors.
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxOpenConns(16)
+		db.SetMaxIdleConns(16)
+	}
+	o, err := newOutbox(ctx, db, p.dialect(), true, opts)
+	if err != nil {
+		db.Close()
+		if p.path != "" && !errors.Is(err, ErrInvalidOption) && !errors.Is(err, ErrSchemaTooNew) {
+			return nil, fmt.Errorf("outbox: open sqlite file %q: %w", p.path, err)
+		}
+		return nil, scrub(err, dsnStr)
+	}
+	return o, nil
+}
+
+// OpenDB is Open on a database the caller owns (its pool size, its
+// driver's registration and settings): db must be a "sqlite"
+// (modernc.org/sqlite) or "pgx" (github.com/jackc/pgx/v5/stdlib) pool.
+// Close leaves db open. For SQLite, give db the pragmas Open sets
+// (journal_mode(WAL), synchronous(NORMAL), busy_timeout, foreign_keys(ON),
+// temp_store(MEMORY), _txlock=immediate) and one connection
+// (db.SetMaxOpenConns(1)): SQLite has one writer, and a second connection
+// waits for the first one's locks.
+func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Outbox, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil *sql.DB", ErrInvalidDSN)
+	}
+	var d dialect
+	switch db.Driver().(type) {
+	case *sqlite.Driver:
+		d = dialect{name: "sqlite"}
+	case *stdlib.Driver:
+		d = dialect{name: "postgres", postgres: true}
+	default:
+		return nil, fmt.Errorf("%w: the *sql.DB's driver is %T, want modernc.org/sqlite's or pgx's stdlib", ErrInvalidDSN, db.Driver())
+	}
+	return newOutbox(ctx, db, d, false, opts)
+}
+
+// newOutbox configures an Outbox on db and migrates its schema.
+func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Option) (*Outbox, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -111,35 +190,45 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 			return nil, err
 		}
 	}
-	d := dialect{name: "sqlite"}
-	if p.driver == "pgx" {
-		d = dialect{name: "postgres", postgres: true}
-	}
 	if !cfg.idleWakeSet && d.postgres {
 		cfg.idleWake = time.Second
 	}
 	if cfg.owner == "" {
 		cfg.owner = randomKey()
 	}
-	db, err := sql.Open(p.driver, p.source)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: open %s: %w", d.name, scrub(err, dsnStr))
-	}
-	if !d.postgres {
-		// SQLite has one writer at a time: one connection serialises
-		// everything without busy errors.
-		db.SetMaxOpenConns(1)
-	} else {
-		db.SetMaxOpenConns(16)
-		db.SetMaxIdleConns(16)
-	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, runners: map[*runner]bool{}, seeded: map[string]int64{},
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[string]int64{},
 		soloLanes: map[string]*laneGate{}, soloSem: make(chan struct{}, max(1, db.Stats().MaxOpenConnections/2))}
+	if db.Stats().MaxOpenConnections == 0 {
+		o.soloSem = make(chan struct{}, 8)
+	}
 	if err := o.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("outbox: creating tables: %w", scrub(err, dsnStr))
+		if errors.Is(err, ErrSchemaTooNew) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("outbox: creating tables: %w", err)
 	}
 	return o, nil
+}
+
+// checkSQLitePath reports, naming the path, why a SQLite file at path
+// cannot be opened or created: its directory is missing or not a
+// directory, or the file is a directory.
+func checkSQLitePath(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("outbox: open sqlite file %q: is a directory", path)
+		}
+		return nil
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("outbox: open sqlite file %q: its directory: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("outbox: open sqlite file %q: %q is not a directory", path, dir)
+	}
+	return nil
 }
 
 // scrub removes the DSN's passwords, in every form (see dsnSecrets), from
@@ -158,6 +247,9 @@ func (o *Outbox) Close() error {
 	}
 	o.closed = true
 	o.mu.Unlock()
+	if !o.ownDB {
+		return nil
+	}
 	return o.db.Close()
 }
 
@@ -186,159 +278,6 @@ func (o *Outbox) isClosed() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed
-}
-
-const schemaSQLite = `
-CREATE TABLE IF NOT EXISTS outbox_items (
-	id          INTEGER PRIMARY KEY AUTOINCREMENT,
-	ikey        TEXT NOT NULL UNIQUE,
-	seq         INTEGER NOT NULL,
-	lane        TEXT NOT NULL,
-	sender      TEXT NOT NULL,
-	recipient   TEXT NOT NULL,
-	kind        TEXT NOT NULL,
-	message     TEXT NOT NULL,
-	state       TEXT NOT NULL,
-	enqueued_at INTEGER NOT NULL,
-	due_at      INTEGER NOT NULL,
-	expires_at  INTEGER NOT NULL,
-	state_at    INTEGER NOT NULL,
-	attempts    INTEGER NOT NULL DEFAULT 0,
-	resends     INTEGER NOT NULL DEFAULT 0,
-	owner       TEXT NOT NULL DEFAULT '',
-	lease_until INTEGER NOT NULL DEFAULT 0,
-	sent_at     INTEGER NOT NULL DEFAULT 0,
-	wamid       TEXT NOT NULL DEFAULT '',
-	code        INTEGER NOT NULL DEFAULT 0,
-	reason      TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS outbox_items_live ON outbox_items (lane, seq) WHERE state IN ('queued', 'sending');
-CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHERE state = 'queued';
-CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
-CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
-CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
-CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
-CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
-CREATE TABLE IF NOT EXISTS outbox_transitions (
-	id     INTEGER PRIMARY KEY AUTOINCREMENT,
-	ikey   TEXT NOT NULL,
-	at     INTEGER NOT NULL,
-	state  TEXT NOT NULL,
-	reason TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS outbox_transitions_key ON outbox_transitions (ikey);
-CREATE TABLE IF NOT EXISTS outbox_windows (
-	sender       TEXT NOT NULL,
-	recipient    TEXT NOT NULL,
-	last_inbound INTEGER NOT NULL,
-	PRIMARY KEY (sender, recipient)
-);
-CREATE TABLE IF NOT EXISTS outbox_template_categories (
-	waba_id    TEXT NOT NULL,
-	name       TEXT NOT NULL,
-	language   TEXT NOT NULL,
-	category   TEXT NOT NULL,
-	updated_at INTEGER NOT NULL,
-	PRIMARY KEY (waba_id, name, language)
-);
-CREATE TRIGGER IF NOT EXISTS outbox_items_inserted AFTER INSERT ON outbox_items BEGIN
-	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
-END;
-CREATE TRIGGER IF NOT EXISTS outbox_items_changed AFTER UPDATE OF state ON outbox_items WHEN new.state <> old.state BEGIN
-	INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (new.ikey, new.state_at, new.state, new.reason);
-END;
-`
-
-const schemaPostgres = `
-CREATE TABLE IF NOT EXISTS outbox_items (
-	id          BIGSERIAL PRIMARY KEY,
-	ikey        TEXT NOT NULL UNIQUE,
-	seq         BIGINT NOT NULL,
-	lane        TEXT NOT NULL,
-	sender      TEXT NOT NULL,
-	recipient   TEXT NOT NULL,
-	kind        TEXT NOT NULL,
-	message     TEXT NOT NULL,
-	state       TEXT NOT NULL,
-	enqueued_at BIGINT NOT NULL,
-	due_at      BIGINT NOT NULL,
-	expires_at  BIGINT NOT NULL,
-	state_at    BIGINT NOT NULL,
-	attempts    INTEGER NOT NULL DEFAULT 0,
-	resends     INTEGER NOT NULL DEFAULT 0,
-	owner       TEXT NOT NULL DEFAULT '',
-	lease_until BIGINT NOT NULL DEFAULT 0,
-	sent_at     BIGINT NOT NULL DEFAULT 0,
-	wamid       TEXT NOT NULL DEFAULT '',
-	code        INTEGER NOT NULL DEFAULT 0,
-	reason      TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS outbox_items_live ON outbox_items (lane, seq) WHERE state IN ('queued', 'sending');
-CREATE INDEX IF NOT EXISTS outbox_items_queued ON outbox_items (due_at, seq) WHERE state = 'queued';
-CREATE INDEX IF NOT EXISTS outbox_items_expiry ON outbox_items (expires_at) WHERE state = 'queued' AND expires_at > 0;
-CREATE INDEX IF NOT EXISTS outbox_items_sent ON outbox_items (lane, sent_at) WHERE sent_at > 0;
-CREATE INDEX IF NOT EXISTS outbox_items_wamid ON outbox_items (wamid) WHERE wamid <> '';
-CREATE INDEX IF NOT EXISTS outbox_items_unknown ON outbox_items (state_at) WHERE state = 'submitted_unknown';
-CREATE INDEX IF NOT EXISTS outbox_items_sending ON outbox_items (lease_until) WHERE state = 'sending';
-CREATE TABLE IF NOT EXISTS outbox_transitions (
-	id     BIGSERIAL PRIMARY KEY,
-	ikey   TEXT NOT NULL,
-	at     BIGINT NOT NULL,
-	state  TEXT NOT NULL,
-	reason TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS outbox_transitions_key ON outbox_transitions (ikey);
-CREATE TABLE IF NOT EXISTS outbox_windows (
-	sender       TEXT NOT NULL,
-	recipient    TEXT NOT NULL,
-	last_inbound BIGINT NOT NULL,
-	PRIMARY KEY (sender, recipient)
-);
-CREATE TABLE IF NOT EXISTS outbox_template_categories (
-	waba_id    TEXT NOT NULL,
-	name       TEXT NOT NULL,
-	language   TEXT NOT NULL,
-	category   TEXT NOT NULL,
-	updated_at BIGINT NOT NULL,
-	PRIMARY KEY (waba_id, name, language)
-);
-CREATE OR REPLACE FUNCTION outbox_record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF TG_OP = 'INSERT' OR NEW.state <> OLD.state THEN
-		INSERT INTO outbox_transitions (ikey, at, state, reason) VALUES (NEW.ikey, NEW.state_at, NEW.state, NEW.reason);
-	END IF;
-	IF TG_OP = 'INSERT' OR (OLD.state = 'sending' AND NEW.state <> 'sending') OR NEW.state = 'queued' THEN
-		PERFORM pg_notify('wapace_outbox', '');
-	END IF;
-	RETURN NULL;
-END $$;
-CREATE OR REPLACE TRIGGER outbox_items_transition AFTER INSERT OR UPDATE OF state ON outbox_items
-	FOR EACH ROW EXECUTE FUNCTION outbox_record_transition();
-`
-
-func (o *Outbox) migrate(ctx context.Context) error {
-	if o.d.postgres {
-		// Several workers may start at once: serialise the DDL.
-		tx, err := o.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7277172910)`); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, schemaPostgres); err != nil {
-			return err
-		}
-		if err := o.migrateTrace(ctx, tx); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
-	if _, err := o.db.ExecContext(ctx, schemaSQLite); err != nil {
-		return err
-	}
-	return o.migrateTrace(ctx, o.db)
 }
 
 // q rewrites ? placeholders as $1, $2, ... for Postgres.
@@ -398,6 +337,9 @@ func events(at time.Time, st State, reason string, keys ...string) []Event {
 }
 
 func (o *Outbox) notify(evs []Event) {
+	if len(evs) > 0 {
+		o.wakeWaiters()
+	}
 	if o.cfg.observer == nil {
 		return
 	}
@@ -407,6 +349,11 @@ func (o *Outbox) notify(evs []Event) {
 }
 
 const itemColumns = `ikey, sender, recipient, kind, state, attempts, resends, enqueued_at, expires_at, state_at, wamid, code, reason`
+
+var (
+	sqlGetItem    = `SELECT ` + itemColumns + ` FROM outbox_items WHERE ikey = ?`
+	sqlGetHistory = `SELECT at, state, reason FROM outbox_history WHERE item = (SELECT id FROM outbox_items WHERE ikey = ?) ORDER BY id`
+)
 
 func scanItem(sc interface{ Scan(...any) error }) (Item, error) {
 	var it Item
@@ -426,18 +373,20 @@ func (o *Outbox) Get(ctx context.Context, key string) (Item, error) {
 	if o.isClosed() {
 		return Item{}, ErrClosed
 	}
-	it, err := scanItem(o.db.QueryRowContext(ctx, o.q(`SELECT `+itemColumns+` FROM outbox_items WHERE ikey = ?`), key))
+	it, err := scanItem(o.queryRow(ctx, o.db, sqlGetItem, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Item{}, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
 	if err != nil {
 		return Item{}, fmt.Errorf("outbox: get: %w", err)
 	}
-	rows, err := o.db.QueryContext(ctx, o.q(`SELECT at, state, reason FROM outbox_transitions WHERE ikey = ? ORDER BY id`), key)
+	rows, err := o.query(ctx, o.db, sqlGetHistory, key)
 	if err != nil {
 		return Item{}, fmt.Errorf("outbox: get: %w", err)
 	}
 	defer rows.Close()
+	// Every item is stored queued: its first transition is its enqueue.
+	it.History = append(it.History, Transition{At: it.EnqueuedAt, State: StateQueued})
 	for rows.Next() {
 		var at int64
 		var st, reason string

@@ -15,7 +15,7 @@ func TestPickPlanUsesQueuedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+o.pickSQL(), 0, 10)
+	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+pickSQL(o.d), 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

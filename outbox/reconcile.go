@@ -52,9 +52,7 @@ func (o *Outbox) Reconcile(ctx context.Context, n *webhook.Notification) error {
 					continue
 				}
 				at := webhookTime(m.Timestamp, now)
-				if _, err := tx.ExecContext(ctx, o.q(`INSERT INTO outbox_windows (sender, recipient, last_inbound) VALUES (?, ?, ?)
-					ON CONFLICT (sender, recipient) DO UPDATE SET last_inbound = CASE WHEN outbox_windows.last_inbound > excluded.last_inbound
-					THEN outbox_windows.last_inbound ELSE excluded.last_inbound END`), v.Metadata.PhoneNumberID, to, nanos(at)); err != nil {
+				if _, err := o.exec(ctx, tx, sqlInbound, v.Metadata.PhoneNumberID, to, nanos(at)); err != nil {
 					return fmt.Errorf("outbox: reconcile: %w", err)
 				}
 			}
@@ -74,6 +72,17 @@ func (o *Outbox) Reconcile(ctx context.Context, n *webhook.Notification) error {
 	return nil
 }
 
+// The statements of Reconcile.
+var (
+	sqlInbound = `INSERT INTO outbox_windows (sender, recipient, last_inbound) VALUES (?, ?, ?)
+		ON CONFLICT (sender, recipient) DO UPDATE SET last_inbound = CASE WHEN outbox_windows.last_inbound > excluded.last_inbound
+		THEN outbox_windows.last_inbound ELSE excluded.last_inbound END`
+	sqlStatusByKey   = `SELECT ikey, state, wamid, resends FROM outbox_items WHERE ikey = ?`
+	sqlStatusByWamid = `SELECT ikey, state, wamid, resends FROM outbox_items WHERE wamid = ?`
+	sqlStatusSet     = `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, wamid = ?, lease_until = 0
+		WHERE ikey = ? AND state = ?`
+)
+
 func webhookTime(ts string, now time.Time) time.Time {
 	if sec, err := strconv.ParseInt(ts, 10, 64); err == nil && sec > 0 && sec < 1<<40 {
 		return time.Unix(sec, 0)
@@ -88,13 +97,13 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s we
 	}
 	var key, st, wamid string
 	var resends int
-	err := tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE ikey = ?`), s.CallbackData).Scan(&key, &st, &wamid, &resends)
+	err := o.queryRow(ctx, tx, sqlStatusByKey, s.CallbackData).Scan(&key, &st, &wamid, &resends)
 	if err != nil && baseKey(s.CallbackData) != s.CallbackData {
 		// A resend's key.
-		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE ikey = ?`), baseKey(s.CallbackData)).Scan(&key, &st, &wamid, &resends)
+		err = o.queryRow(ctx, tx, sqlStatusByKey, baseKey(s.CallbackData)).Scan(&key, &st, &wamid, &resends)
 	}
 	if err != nil && s.ID != "" {
-		err = tx.QueryRowContext(ctx, o.q(`SELECT ikey, state, wamid, resends FROM outbox_items WHERE wamid = ?`), s.ID).Scan(&key, &st, &wamid, &resends)
+		err = o.queryRow(ctx, tx, sqlStatusByWamid, s.ID).Scan(&key, &st, &wamid, &resends)
 	}
 	if err != nil {
 		return nil, nil // not ours, or not found: nothing to reconcile
@@ -143,8 +152,7 @@ func (o *Outbox) applyStatus(ctx context.Context, tx execer, now time.Time, s we
 	if wamid == "" {
 		wamid = s.ID
 	}
-	if _, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, wamid = ?, lease_until = 0
-		WHERE ikey = ? AND state = ?`), target.String(), nanos(now), code, reason, wamid, key, st); err != nil {
+	if _, err := o.exec(ctx, tx, sqlStatusSet, target.String(), nanos(now), code, reason, wamid, key, st); err != nil {
 		return nil, err
 	}
 	return events(now, target, reason, key), nil

@@ -28,6 +28,10 @@ const retryAfterRefusals = time.Minute
 
 var runs atomic.Int64
 
+// foldEvery is how often a Run on Postgres folds the counters' deltas
+// (one of the workers at a time does).
+const foldEvery = time.Second
+
 // claimed is an item a Run owns.
 type claimed struct {
 	Item
@@ -36,14 +40,18 @@ type claimed struct {
 	otherSent int64 // Postgres: the lane's latest send by another worker
 	msg       cloudapi.Message
 	pair      pairlimit.Pair
-	trace     string // the trace context stored at enqueue (with a Tracer)
+	trace     string     // the trace context stored at enqueue (with a Tracer)
+	burstKey  string     // the key of its burst's first item ("" for none)
+	rest      []*claimed // a burst's head: the items of its burst after it, sent with it
 }
 
 // finished is a send's outcome.
 type finished struct {
-	it  *claimed
-	res *cloudapi.Result
-	err error
+	it   *claimed
+	res  *cloudapi.Result
+	err  error
+	cut  bool       // a burst's item not sent after an earlier one failed
+	rest []finished // a burst's head: the outcomes of the rest of its burst
 }
 
 // Run dispatches queued items through c until ctx ends, and returns ctx's
@@ -91,10 +99,14 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	if c == nil {
 		return errors.New("outbox: run: nil client")
 	}
-	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%d", o.owner, runs.Add(1)),
+	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency),
 		batch: int64(max(1, o.cfg.concurrency/8))}
+	if err := r.register(ctx); err != nil {
+		return err
+	}
 	o.addRunner(r)
+	defer r.leave(context.WithoutCancel(ctx))
 	defer o.removeRunner(r)
 	return r.run(ctx)
 }
@@ -108,7 +120,9 @@ type runner struct {
 	flying   atomic.Int64  // sends started and not yet taken from done
 	batch    int64         // outcomes that wake Run
 	renewAt  time.Time
+	beatAt   time.Time // WithWorkerID: when to renew the name's heartbeat
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
+	foldAt   time.Time // Postgres: when to fold the counters' deltas next
 
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
@@ -252,22 +266,30 @@ func (r *runner) run(ctx context.Context) error {
 // Outcomes are recorded under dbCtx, which a stop does not cancel: a send
 // that ended is recorded as what it was, not left to become unknown.
 func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool, error) {
-	if err := r.drain(dbCtx, sendCtx); err != nil {
-		return false, err
+	fs := r.collect()
+	if err := r.beat(ctx, now); err != nil && ctx.Err() == nil {
+		return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
 	}
 	if err := r.putBack(ctx, now); err != nil {
-		return false, err
+		return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
 	}
-	if len(r.inflight) > 0 && !now.Before(r.renewAt) {
+	if len(r.inflight) > len(fs) && !now.Before(r.renewAt) {
 		if err := r.renew(ctx, now); err != nil {
-			return false, err
+			return false, errors.Join(err, r.finish(dbCtx, sendCtx, fs))
 		}
 	}
-	free := r.o.cfg.concurrency - len(r.inflight)
-	if free <= 0 {
-		return false, nil
+	if r.o.d.postgres && !now.Before(r.foldAt) {
+		// Keep the counters' deltas few, so that reading them stays cheap.
+		if err := r.o.foldCounts(ctx); err != nil && ctx.Err() == nil {
+			return false, errors.Join(fmt.Errorf("outbox: run: folding counters: %w", err), r.finish(dbCtx, sendCtx, fs))
+		}
+		r.foldAt = now.Add(foldEvery)
 	}
-	items, picked, err := r.sweepAndClaim(ctx, now, free)
+	free := r.o.cfg.concurrency - (len(r.inflight) - len(fs))
+	if free <= 0 || ctx.Err() != nil {
+		return false, r.finish(dbCtx, sendCtx, fs)
+	}
+	items, picked, err := r.recordAndClaim(dbCtx, sendCtx, now, fs, free)
 	if err != nil {
 		return false, err
 	}
@@ -280,9 +302,9 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 	return picked == free, nil
 }
 
-// drain records the sends that have finished, without waiting, and the
+// collect takes the sends that have finished, without waiting, and the
 // outcomes a failed transaction left unrecorded.
-func (r *runner) drain(ctx, sendCtx context.Context) error {
+func (r *runner) collect() []finished {
 	fs := r.unrecorded
 	r.unrecorded = nil
 	for {
@@ -297,9 +319,63 @@ func (r *runner) drain(ctx, sendCtx context.Context) error {
 			continue
 		default:
 		}
-		break
+		return fs
 	}
-	return r.finish(ctx, sendCtx, fs)
+}
+
+// drain records the sends that have finished, without waiting.
+func (r *runner) drain(ctx, sendCtx context.Context) error {
+	return r.finish(ctx, sendCtx, r.collect())
+}
+
+// recordAndClaim records the outcomes fs and claims up to n items in one
+// transaction (one commit for both, as a batch of the floor's would). If
+// it fails, the outcomes are recorded alone (or kept for the next cycle,
+// see finish), and the error returned; claims whose commit failed may
+// have been committed all the same: putBack queues them again first. Its
+// ctx is dbCtx: step does not begin it once Run is asked to stop, and once
+// begun it is not cut short.
+func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs []finished, n int) ([]*claimed, int, error) {
+	o := r.o
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
+	}
+	defer tx.Rollback()
+	evs, err := r.record(ctx, tx, sendCtx, now, fs)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
+	}
+	items, picked, cevs, err := r.claim(ctx, tx, now, n)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
+	}
+	if err := tx.Commit(); err != nil {
+		// The answer was lost: the claims may have been committed.
+		for _, it := range items {
+			r.uncertain = append(r.uncertain, it.Key)
+			for _, b := range it.rest {
+				r.uncertain = append(r.uncertain, b.Key)
+			}
+		}
+		// (Recording again is harmless: each update applies only to an
+		// item this Run still has sending.)
+		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
+	}
+	r.settled(fs)
+	o.notify(append(evs, cevs...))
+	return items, picked, nil
+}
+
+// settled forgets the sends fs: recorded or not, they are over. (An
+// outcome that could not be recorded leaves its item sending: once its
+// lease ends, it becomes submitted_unknown, never resent.)
+func (r *runner) settled(fs []finished) {
+	for _, f := range fs {
+		delete(r.inflight, f.it.Key)
+	}
 }
 
 // wait sleeps until the next due instant, a send's end, an enqueue or
@@ -312,6 +388,9 @@ func (r *runner) wait(ctx context.Context, now time.Time) error {
 	}
 	if len(r.inflight) > 0 && (next.IsZero() || r.renewAt.Before(next)) {
 		next = r.renewAt
+	}
+	if o.cfg.ownerFixed && (next.IsZero() || r.beatAt.Before(next)) {
+		next = r.beatAt
 	}
 	if o.cfg.idleWake > 0 {
 		if idle := now.Add(o.cfg.idleWake); next.IsZero() || idle.Before(next) {
@@ -338,12 +417,7 @@ func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error)
 		resendAfter = int64(o.cfg.resend.After)
 	}
 	var due, exp, lease, unknown sql.NullInt64
-	err := o.db.QueryRowContext(ctx, o.q(`SELECT
-		(SELECT MIN(due_at) FROM outbox_items WHERE state = 'queued' AND due_at > ?),
-		(SELECT MIN(expires_at) FROM outbox_items WHERE state = 'queued' AND expires_at > 0),
-		(SELECT MIN(lease_until) FROM outbox_items WHERE state = 'sending' AND owner <> ?),
-		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?)`),
-		nanos(now), r.owner, o.cfg.resend.Max).Scan(&due, &exp, &lease, &unknown)
+	err := o.queryRow(ctx, o.db, sqlNextWake, nanos(now), r.owner, o.cfg.resend.Max).Scan(&due, &exp, &lease, &unknown)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("outbox: run: %w", err)
 	}
@@ -371,11 +445,18 @@ func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error)
 	return fromNanos(next), nil
 }
 
+var sqlNextWake = `SELECT
+		(SELECT MIN(due_at) FROM outbox_items WHERE state = 'queued' AND due_at > ?),
+		(SELECT MIN(expires_at) FROM outbox_items WHERE state = 'queued' AND expires_at > 0),
+		(SELECT MIN(lease_until) FROM outbox_items WHERE state = 'sending' AND owner <> ?),
+		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?)`
+
+var sqlRenew = `UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ?`
+
 // renew extends the leases of this Run's claims.
 func (r *runner) renew(ctx context.Context, now time.Time) error {
 	o := r.o
-	if _, err := o.db.ExecContext(ctx, o.q(`UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ?`),
-		nanos(now.Add(o.cfg.lease)), r.owner); err != nil {
+	if _, err := o.exec(ctx, o.db, sqlRenew, nanos(now.Add(o.cfg.lease)), r.owner); err != nil {
 		return fmt.Errorf("outbox: run: renewing leases: %w", err)
 	}
 	r.renewAt = now.Add(o.cfg.lease / 3)
@@ -388,9 +469,9 @@ func (r *runner) renew(ctx context.Context, now time.Time) error {
 // for every item (databases written by earlier versions hold larger ones
 // for resent items, which go last), so the head is the oldest: a resent
 // item keeps its original place.
-func (o *Outbox) pickSQL() string {
+func pickSQL(d dialect) string {
 	hint := ""
-	if !o.d.postgres {
+	if !d.postgres {
 		// Walk the queue in (due_at, seq) order and stop at LIMIT; the
 		// planner would otherwise sort every queued row.
 		hint = " INDEXED BY outbox_items_queued"
@@ -398,36 +479,31 @@ func (o *Outbox) pickSQL() string {
 	// With Postgres, the lane's latest send by another worker, to seed
 	// the pair limiter (seedLane).
 	other := `0`
-	if o.d.postgres {
+	if d.postgres {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
 			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
-	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, ` + other + `
+	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 			AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ?`
-	if o.d.postgres {
+	if d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`
 	}
-	return o.q(q)
+	return q
 }
 
-// sweepAndClaim, in one transaction: dead leases become
+// claim, in tx: dead leases become
 // submitted_unknown, deadlines passed become expired, resends allowed by
 // the policy are queued again; then up to n due lane heads are picked and
 // checked (known waits, deadline, service window, revalidation), and those
 // that may go now are claimed: sending, owned by this Run under a lease.
-func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items []*claimed, picked int, err error) {
+// A head that starts a burst is claimed with the rest of its burst.
+func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (items []*claimed, picked int, evs []Event, err error) {
 	o := r.o
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("outbox: run: %w", err)
-	}
-	defer tx.Rollback()
-	var evs []Event
 	sweep := func(st State, reason, query string, args ...any) error {
-		keys, err := queryKeys(ctx, tx, o.q(query), args...)
+		keys, err := o.queryKeys(ctx, tx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -438,108 +514,148 @@ func (r *runner) sweepAndClaim(ctx context.Context, now time.Time, n int) (items
 		sweep = func(State, string, string, ...any) error { return nil }
 	}
 	const dead = "claimed by a worker whose lease ended mid-send: outcome unknown, not resent"
-	if err := sweep(StateSubmittedUnknown, dead, `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
-		WHERE state = 'sending' AND owner <> ? AND lease_until < ? RETURNING ikey`, nanos(now), dead, r.owner, nanos(now)); err != nil {
-		return nil, 0, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
+	if err := sweep(StateSubmittedUnknown, dead, sqlSweepDead, nanos(now), dead, r.owner, nanos(now)); err != nil {
+		return nil, 0, nil, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
 	}
 	const late = "freshness deadline passed while queued"
-	if err := sweep(StateExpired, late, `UPDATE outbox_items SET state = 'expired', state_at = ?, reason = ?
-		WHERE state = 'queued' AND expires_at > 0 AND expires_at <= ? RETURNING ikey`, nanos(now), late, nanos(now)); err != nil {
-		return nil, 0, fmt.Errorf("outbox: run: expiring: %w", err)
+	if err := sweep(StateExpired, late, sqlSweepLate, nanos(now), late, nanos(now)); err != nil {
+		return nil, 0, nil, fmt.Errorf("outbox: run: expiring: %w", err)
 	}
 	if p := o.cfg.resend; p.After > 0 {
 		why := fmt.Sprintf("resend policy: no status webhook within %v of an unknown outcome", p.After)
-		if err := sweep(StateQueued, why, `UPDATE outbox_items SET state = 'queued', resends = resends + 1,
-			due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
-			AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`,
-			nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
-			return nil, 0, fmt.Errorf("outbox: run: resending: %w", err)
+		if err := sweep(StateQueued, why, sqlSweepResend, nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
+			return nil, 0, nil, fmt.Errorf("outbox: run: resending: %w", err)
 		}
 	}
 	pickArgs := []any{nanos(now), n}
 	if o.d.postgres {
 		pickArgs = []any{r.owner, nanos(now), n}
 	}
-	rows, err := tx.QueryContext(ctx, o.pickSQL(), pickArgs...)
+	rows, err := o.query(ctx, tx, pickSQL(o.d), pickArgs...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
+		return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
 	var picks []*claimed
-	var ids []any
 	var bad []string
 	for rows.Next() {
 		it := &claimed{}
-		var id int64
 		var body string
-		var enq, exp int64
-		if err := rows.Scan(&id, &it.Key, &it.From, &it.To, &it.Kind, &body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane, &it.otherSent); err != nil {
+		if err := it.scan(rows, &body, &it.otherSent); err != nil {
 			rows.Close()
-			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
+			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
-		it.id = id
-		it.State, it.EnqueuedAt, it.ExpiresAt, it.UpdatedAt = StateQueued, fromNanos(enq), fromNanos(exp), now
+		it.UpdatedAt = now
 		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
 			bad = append(bad, it.Key)
 			continue
 		}
-		if it.To != "" {
-			it.pair, _ = pairlimit.NewPair(it.From, it.To)
-		}
 		picks = append(picks, it)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
+		return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
 	rows.Close()
 	for _, k := range bad {
 		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		evs = append(evs, e...)
 	}
+	var ids []int64
+	var keys []string
 	for _, it := range picks {
+		if it.burstKey != "" {
+			// The rest of the burst follows its head in the lane.
+			if err := r.loadBurst(ctx, tx, now, it); err != nil {
+				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
+			}
+		}
 		e, send, err := r.check(ctx, tx, now, it)
 		if err != nil {
-			return nil, 0, fmt.Errorf("outbox: run: %w", err)
+			return nil, 0, nil, fmt.Errorf("outbox: run: %w", err)
 		}
 		evs = append(evs, e...)
 		if send {
-			it.State, it.Attempts = StateSending, it.Attempts+1
 			items = append(items, it)
-			ids = append(ids, it.id)
+			for _, b := range append([]*claimed{it}, it.rest...) {
+				b.State, b.Attempts = StateSending, b.Attempts+1
+				ids, keys = append(ids, b.id), append(keys, b.Key)
+			}
 		}
 	}
 	if len(ids) > 0 {
-		marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
-		args := append([]any{r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now)}, ids...)
-		if _, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
-			attempts = attempts + 1, reason = '' WHERE id IN (`+marks+`)`), args...); err != nil {
-			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
-		}
-		keys := make([]string, len(items))
-		for i, it := range items {
-			keys[i] = it.Key
+		if _, err := o.exec(ctx, tx, claimSQL(o.d), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), listArg(o.d, ids)); err != nil {
+			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
 		if err := o.loadTraces(ctx, tx, items); err != nil {
-			return nil, 0, fmt.Errorf("outbox: run: claiming: %w", err)
+			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		// The claims may have been committed all the same (the answer
-		// was lost): putBack queues them again before anything else.
-		for _, it := range items {
-			r.uncertain = append(r.uncertain, it.Key)
-		}
-		return nil, 0, fmt.Errorf("outbox: run: %w", err)
-	}
-	o.notify(evs)
-	return items, len(picks) + len(bad), nil
+	return items, len(picks) + len(bad), evs, nil
 }
 
-func queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
-	rows, err := ex.QueryContext(ctx, query, args...)
+// The sweeps of claim.
+var (
+	sqlSweepDead = `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
+		WHERE state = 'sending' AND owner <> ? AND lease_until < ? RETURNING ikey`
+	sqlSweepLate = `UPDATE outbox_items SET state = 'expired', state_at = ?, reason = ?
+		WHERE state = 'queued' AND expires_at > 0 AND expires_at <= ? RETURNING ikey`
+	sqlSweepResend = `UPDATE outbox_items SET state = 'queued', resends = resends + 1,
+		due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
+		AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`
+	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ? ORDER BY seq, id`
+)
+
+// claimColumns are the columns claimed.scan reads.
+const claimColumns = `id, ikey, sender, recipient, kind, message, attempts, resends, enqueued_at, expires_at, lane, burst`
+
+// scan reads claimColumns (and what follows them) into it.
+func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
+	var enq, exp int64
+	dest := append([]any{&it.id, &it.Key, &it.From, &it.To, &it.Kind, body, &it.Attempts, &it.Resends, &enq, &exp, &it.lane, &it.burstKey}, more...)
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	it.State, it.EnqueuedAt, it.ExpiresAt = StateQueued, fromNanos(enq), fromNanos(exp)
+	if it.To != "" {
+		it.pair, _ = pairlimit.NewPair(it.From, it.To)
+	}
+	return nil
+}
+
+// loadBurst reads the queued items of head's burst that follow it.
+func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head *claimed) error {
+	rows, err := r.o.query(ctx, tx, sqlBurst, head.lane, head.burstKey, head.id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		it := &claimed{}
+		var body string
+		var zero int64
+		if err := it.scan(rows, &body, &zero); err != nil {
+			return err
+		}
+		it.UpdatedAt = now
+		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
+			return fmt.Errorf("item %q: stored message unreadable: %w", it.Key, err)
+		}
+		head.rest = append(head.rest, it)
+	}
+	return rows.Err()
+}
+
+// claimSQL claims the items whose ids are listed.
+func claimSQL(d dialect) string {
+	return `UPDATE outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
+		attempts = attempts + 1, reason = '' WHERE id ` + d.inList("bigint")
+}
+
+func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
+	rows, err := o.query(ctx, ex, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -558,15 +674,7 @@ func queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]str
 // setState moves a claimed item of this Run to st.
 func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key string, st State, code int, reason, wamid string) ([]Event, error) {
 	o := r.o
-	q := `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, lease_until = 0`
-	args := []any{st.String(), nanos(now), code, reason}
-	if wamid != "" {
-		q += `, wamid = ?`
-		args = append(args, wamid)
-	}
-	q += ` WHERE ikey = ? AND state = 'sending' AND owner = ?`
-	args = append(args, key, r.owner)
-	res, err := ex.ExecContext(ctx, o.q(q), args...)
+	res, err := o.exec(ctx, ex, sqlSetState, st.String(), nanos(now), code, reason, wamid, wamid, key, r.owner)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
@@ -577,8 +685,7 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 		// Our lease ended and another worker marked it unknown; the
 		// answer came after all: it was accepted.
 		reason = "accepted after its lease ended"
-		res, err = ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
-			WHERE ikey = ? AND state = 'submitted_unknown'`), nanos(now), wamid, reason, key)
+		res, err = o.exec(ctx, ex, sqlLateAccept, nanos(now), wamid, reason, key)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: run: %w", err)
 		}
@@ -589,34 +696,56 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 	return events(now, st, reason, key), nil
 }
 
+// The statements of setState, drop, requeue and check.
+var (
+	sqlSetState = `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, lease_until = 0,
+		wamid = CASE WHEN ? <> '' THEN ? ELSE wamid END WHERE ikey = ? AND state = 'sending' AND owner = ?`
+	sqlLateAccept = `UPDATE outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
+		WHERE ikey = ? AND state = 'submitted_unknown'`
+	sqlDrop = `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?
+		WHERE ikey = ? AND state = 'queued'`
+	sqlRequeue = `UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
+		lease_until = 0, attempts = attempts - ? WHERE ikey = ? AND state = 'sending' AND owner = ?`
+	sqlHold = `UPDATE outbox_items SET due_at = ? WHERE id = ?`
+)
+
 // drop moves a picked (still queued) item to a dead-letter state without
-// sending it.
+// sending it, with the rest of its burst.
 func (r *runner) drop(ctx context.Context, ex execer, now time.Time, key string, st State, code int, reason string) ([]Event, error) {
-	o := r.o
-	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?
-		WHERE ikey = ? AND state = 'queued'`), st.String(), nanos(now), code, reason, key); err != nil {
+	if _, err := r.o.exec(ctx, ex, sqlDrop, st.String(), nanos(now), code, reason, key); err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
 	return events(now, st, reason, key), nil
 }
 
+// dropAll is drop for it and the rest of its burst.
+func (r *runner) dropAll(ctx context.Context, ex execer, now time.Time, it *claimed, st State, code int, reason string) ([]Event, error) {
+	var evs []Event
+	for _, b := range append([]*claimed{it}, it.rest...) {
+		e, err := r.drop(ctx, ex, now, b.Key, st, code, reason)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e...)
+	}
+	return evs, nil
+}
+
 // requeue puts a claimed item back at the head of its lane, due at due.
 // With unsent, the attempt is not counted (its request was never written).
 func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string, unsent bool) ([]Event, error) {
-	o := r.o
 	undo := 0
 	if unsent {
 		undo = 1
 	}
-	if _, err := ex.ExecContext(ctx, o.q(`UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
-		lease_until = 0, attempts = attempts - ? WHERE ikey = ? AND state = 'sending' AND owner = ?`),
-		nanos(now), nanos(due), reason, undo, key, r.owner); err != nil {
+	if _, err := r.o.exec(ctx, ex, sqlRequeue, nanos(now), nanos(due), reason, undo, key, r.owner); err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
 	return events(now, StateQueued, reason, key), nil
 }
 
-// start starts the sends of claimed items.
+// start starts the sends of claimed items (a burst's head sends its
+// whole burst, back to back).
 func (r *runner) start(sendCtx context.Context, items []*claimed) {
 	spawn := func(f func()) { go f() }
 	if g, ok := r.o.cfg.clock.(goer); ok {
@@ -626,16 +755,22 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.inflight[it.Key] = it
 		r.flying.Add(1)
 		spawn(func() {
-			m := it.msg
-			if it.Resends > 0 {
-				// A resend is a new request: the Client (which remembers
-				// the keys it sent) and the status webhooks tell it apart.
-				m.IdempotencyKey = resendKey(it.Key, it.Resends)
-			}
 			ctx, end := r.o.dispatch(sendCtx, it)
-			res, err := r.c.Send(ctx, it.From, m)
-			end(err)
-			r.done <- finished{it: it, res: res, err: err}
+			if len(it.rest) > 0 {
+				f := r.sendBurst(ctx, it)
+				end(f.err)
+				r.done <- f
+			} else {
+				m := it.msg
+				if it.Resends > 0 {
+					// A resend is a new request: the Client (which remembers
+					// the keys it sent) and the status webhooks tell it apart.
+					m.IdempotencyKey = resendKey(it.Key, it.Resends)
+				}
+				res, err := r.c.Send(ctx, it.From, m)
+				end(err)
+				r.done <- finished{it: it, res: res, err: err}
+			}
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
 			// else is in flight.
@@ -646,60 +781,104 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 	}
 }
 
-// check decides what to do with a picked item: send it now (true), or
-// not (it was held until a known wait ends, or dropped).
+// sendBurst sends a burst's items as one burst of the pair and returns
+// the head's outcome, the others' in rest.
+func (r *runner) sendBurst(sendCtx context.Context, head *claimed) finished {
+	all := append([]*claimed{head}, head.rest...)
+	msgs := make([]cloudapi.Message, len(all))
+	for i, it := range all {
+		msgs[i] = it.msg
+		if it.Resends > 0 {
+			msgs[i].IdempotencyKey = resendKey(it.Key, it.Resends)
+		}
+	}
+	res, err := r.c.SendBurst(sendCtx, head.From, msgs...)
+	fs := make([]finished, len(all))
+	failed := false // the outcome of the first item not accepted is err's
+	for i, it := range all {
+		fs[i].it = it
+		var ri *cloudapi.Result
+		if i < len(res) {
+			ri = res[i]
+		}
+		switch {
+		case ri != nil && ri.MessageID != "":
+			fs[i].res = ri
+		case !failed:
+			fs[i].res, fs[i].err = ri, err
+			if err == nil {
+				fs[i].err = errors.New("outbox: run: the burst ended without an answer for this message")
+			}
+			failed = true
+		default:
+			fs[i].err, fs[i].cut = errBurstCut, true
+		}
+	}
+	f := fs[0]
+	f.rest = fs[1:]
+	return f
+}
+
+// errBurstCut is the error of a burst's item not sent because one before
+// it failed (the Client sends no bubble after a hole).
+var errBurstCut = errors.New("outbox: run: not sent: an earlier message of its burst was not accepted")
+
+// check decides what to do with a picked item (and the rest of its
+// burst): send it now (true), or not (it was held until a known wait
+// ends, or dropped). A burst is checked, held and dropped as one.
 func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claimed) ([]Event, bool, error) {
 	o := r.o
-	if !it.ExpiresAt.IsZero() && !now.Before(it.ExpiresAt) {
-		e, err := r.drop(ctx, tx, now, it.Key, StateExpired, 0, "freshness deadline passed while queued")
-		return e, false, err
+	all := append([]*claimed{it}, it.rest...)
+	for _, b := range all {
+		if !b.ExpiresAt.IsZero() && !now.Before(b.ExpiresAt) {
+			e, err := r.dropAll(ctx, tx, now, it, StateExpired, 0, "freshness deadline passed while queued")
+			return e, false, err
+		}
 	}
-	// Known waits: the pair's debt or hold, the number's hold. The lane
-	// waits on the clock holding no send.
+	// Known waits: the Client's read-only admission query (the pair's debt
+	// or hold, the number's hold, the call budget's), asked of the limits
+	// the send will meet. The lane waits on the clock holding no send. A
+	// store error is left to the send, which fails closed on it.
 	if !it.pair.IsZero() {
 		r.seedLane(it)
 	}
-	ready := now
-	if pairs := o.cfg.pairs; pairs != nil && !it.pair.IsZero() {
-		// A read-only query: a reservation given back could leave debt
-		// behind if another one landed in between. A store error is left
-		// to the send, which fails closed on it.
-		if at, err := pairs.ReadyAt(now, it.pair, 1); err == nil && at.After(ready) {
-			ready = at
-		}
-	}
-	if h := r.c.Number(it.From).HeldUntil(); h.After(ready) {
-		ready = h
+	ready, code := now, errcodes.Code(0)
+	if a, err := r.c.Admission(now, it.From, it.To, len(all)); err == nil {
+		ready, code = a.At, a.Code
 	}
 	if ready.After(now) {
-		if !it.ExpiresAt.IsZero() && ready.After(it.ExpiresAt) {
-			e, err := r.drop(ctx, tx, now, it.Key, StateExpired, int(errcodes.PairRateLimit),
-				fmt.Sprintf("its lane is held for %v, past its deadline", ready.Sub(now)))
-			return e, false, err
+		for _, b := range all {
+			if !b.ExpiresAt.IsZero() && ready.After(b.ExpiresAt) {
+				e, err := r.dropAll(ctx, tx, now, it, StateExpired, int(code),
+					fmt.Sprintf("its lane is held for %v, past its deadline", ready.Sub(now)))
+				return e, false, err
+			}
 		}
-		_, err := tx.ExecContext(ctx, o.q(`UPDATE outbox_items SET due_at = ? WHERE id = ?`), nanos(ready), it.id)
+		_, err := o.exec(ctx, tx, sqlHold, nanos(ready), it.id)
 		return nil, false, err
 	}
-	if o.cfg.window > 0 && freeForm(it.msg.Kind()) {
-		var last int64
-		err := tx.QueryRowContext(ctx, o.q(`SELECT last_inbound FROM outbox_windows WHERE sender = ? AND recipient = ?`), it.From, it.To).Scan(&last)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, false, err
-		}
-		if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
-			e, err := r.drop(ctx, tx, now, it.Key, StateFailed, int(errcodes.ReEngagement),
-				"outside the customer service window (131047): not sent")
-			return e, false, err
-		}
-	}
-	if o.cfg.revalidate != nil {
-		if err := o.cfg.revalidate(ctx, it.Item); err != nil {
-			st := StateFailed
-			if errors.Is(err, ErrExpired) {
-				st = StateExpired
+	for _, b := range all {
+		if o.cfg.window > 0 && freeForm(b.msg.Kind()) {
+			var last int64
+			err := o.queryRow(ctx, tx, sqlWindow, b.From, b.To).Scan(&last)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, false, err
 			}
-			e, derr := r.drop(ctx, tx, now, it.Key, st, 0, "revalidation: "+err.Error())
-			return e, false, derr
+			if last == 0 || !now.Before(fromNanos(last).Add(o.cfg.window)) {
+				e, err := r.dropAll(ctx, tx, now, it, StateFailed, int(errcodes.ReEngagement),
+					"outside the customer service window (131047): not sent")
+				return e, false, err
+			}
+		}
+		if o.cfg.revalidate != nil {
+			if err := o.cfg.revalidate(ctx, b.Item); err != nil {
+				st := StateFailed
+				if errors.Is(err, ErrExpired) {
+					st = StateExpired
+				}
+				e, derr := r.dropAll(ctx, tx, now, it, st, 0, "revalidation: "+err.Error())
+				return e, false, derr
+			}
 		}
 	}
 	return nil, true, nil
@@ -731,23 +910,9 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
 	defer tx.Rollback()
-	var evs []Event
-	done, err := r.acceptAll(ctx, tx, now, fs)
+	evs, err := r.record(ctx, tx, sendCtx, now, fs)
 	if err != nil {
 		return err
-	}
-	for _, f := range fs {
-		if done[f.it.Key] {
-			continue
-		}
-		e, err := r.outcome(ctx, tx, sendCtx, now, f)
-		if err != nil {
-			return err
-		}
-		evs = append(evs, e...)
-	}
-	for k := range done {
-		evs = append(evs, events(now, StateAccepted, "", k)...)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("outbox: run: %w", err)
@@ -776,43 +941,101 @@ func (r *runner) putBack(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// acceptAll records the accepted sends among fs in one statement (in
-// batches), and returns the keys it recorded; the others, and any whose
-// claim this Run lost, are left to outcome.
+// record records the outcomes fs in tx, and returns their events.
+func (r *runner) record(ctx context.Context, tx *sql.Tx, sendCtx context.Context, now time.Time, fs []finished) ([]Event, error) {
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	// A burst's items are recorded one by one, in their order.
+	var all []finished
+	for _, f := range fs {
+		all = append(all, f)
+		all = append(all, f.rest...)
+	}
+	var evs []Event
+	done, err := r.acceptAll(ctx, tx, now, all)
+	if err != nil {
+		return nil, err
+	}
+	requeued := map[string]bool{} // bursts whose failed item went back to the queue
+	for _, f := range all {
+		if done[f.it.Key] {
+			continue
+		}
+		var e []Event
+		var err error
+		switch {
+		case f.cut && requeued[f.it.burstKey]:
+			e, err = r.requeue(ctx, tx, now, now, f.it.Key, "not sent: an earlier message of its burst went back to the queue", true)
+		case f.cut:
+			e, err = r.setState(ctx, tx, now, f.it.Key, StateFailed, 0, errBurstCut.Error(), "")
+		default:
+			e, err = r.outcome(ctx, tx, sendCtx, now, f)
+			if len(e) == 1 && e[0].State == StateQueued && f.it.burstKey != "" {
+				requeued[f.it.burstKey] = true
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e...)
+	}
+	for _, f := range all {
+		if done[f.it.Key] {
+			evs = append(evs, events(now, StateAccepted, "", f.it.Key)...)
+		}
+	}
+	return evs, nil
+}
+
+// acceptSQL records accepted sends, in one statement for any number:
+// SQLite reads the keys and wamids as a JSON array of pairs, Postgres as
+// two arrays.
+func acceptSQL(d dialect) string {
+	if d.postgres {
+		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w
+			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending' RETURNING i.ikey`
+	}
+	return `UPDATE outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value ->> 1
+		FROM json_each(?) AS j WHERE outbox_items.ikey = j.value ->> 0 AND outbox_items.owner = ? AND outbox_items.state = 'sending' RETURNING ikey`
+}
+
+// acceptAll records the accepted sends among fs in one statement, and
+// returns the keys it recorded; the others, and any whose claim this Run
+// lost, are left to outcome.
 func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []finished) (map[string]bool, error) {
 	o := r.o
-	done := map[string]bool{}
-	var acc []finished
+	var keys, wamids []string
 	for _, f := range fs {
 		// A held send records its sub-state one by one (outcome).
 		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
-			acc = append(acc, f)
+			keys, wamids = append(keys, f.it.Key), append(wamids, f.res.MessageID)
 		}
 	}
-	for start := 0; start < len(acc); start += 100 {
-		part := acc[start:min(start+100, len(acc))]
-		var cases, in strings.Builder
-		args := []any{nanos(now)}
-		for i, f := range part {
-			cases.WriteString(" WHEN ? THEN ?")
-			args = append(args, f.it.Key, f.res.MessageID)
-			if i > 0 {
-				in.WriteString(", ")
-			}
-			in.WriteString("?")
+	done := make(map[string]bool, len(keys))
+	if len(keys) == 0 {
+		return done, nil
+	}
+	var args []any
+	if o.d.postgres {
+		args = []any{nanos(now), keys, wamids, r.owner}
+	} else {
+		pairs := make([][2]string, len(keys))
+		for i := range keys {
+			pairs[i] = [2]string{keys[i], wamids[i]}
 		}
-		args = append(args, r.owner)
-		for _, f := range part {
-			args = append(args, f.it.Key)
-		}
-		keys, err := queryKeys(ctx, tx, o.q(`UPDATE outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0,
-			wamid = CASE ikey`+cases.String()+` ELSE wamid END WHERE owner = ? AND state = 'sending' AND ikey IN (`+in.String()+`) RETURNING ikey`), args...)
+		b, err := json.Marshal(pairs)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: run: %w", err)
 		}
-		for _, k := range keys {
-			done[k] = true
-		}
+		args = []any{nanos(now), string(b), r.owner}
+	}
+	got, err := o.queryKeys(ctx, tx, acceptSQL(o.d), args...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	for _, k := range got {
+		done[k] = true
 	}
 	return done, nil
 }

@@ -24,43 +24,40 @@ type Stats struct {
 	DeadLetters int
 }
 
-// Snapshot counts the items per state, the live lanes and the deepest
-// one, the oldest queued item and the dead letters. It changes nothing;
-// with a large queue it reads every live row.
+// Snapshot counts the items per state (from counters the database keeps
+// as items change state: a few rows, however large the queue), the live
+// lanes and the deepest one, the oldest queued item and the dead
+// letters. It changes nothing. The lane figures and the oldest item walk
+// the live items' index: with a large queue, call Drain or read Counts
+// through it rather than polling Snapshot in a tight loop.
 func (o *Outbox) Snapshot(ctx context.Context) (Stats, error) {
 	if o.isClosed() {
 		return Stats{}, ErrClosed
 	}
-	s := Stats{At: o.cfg.clock.Now(), Counts: map[State]int{}}
-	rows, err := o.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM outbox_items GROUP BY state`)
+	s := Stats{At: o.cfg.clock.Now()}
+	counts, _, err := o.counts(ctx, o.db)
 	if err != nil {
 		return s, fmt.Errorf("outbox: snapshot: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var n int
-		if err := rows.Scan(&name, &n); err != nil {
-			return s, fmt.Errorf("outbox: snapshot: %w", err)
-		}
-		if st, ok := parseState(name); ok {
-			s.Counts[st] = n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s, fmt.Errorf("outbox: snapshot: %w", err)
-	}
+	s.Counts = counts
 	s.DeadLetters = s.Counts[StateFailed] + s.Counts[StateExpired]
+	if s.Counts[StateQueued]+s.Counts[StateSending] == 0 {
+		return s, nil
+	}
 	var deepest, oldest sql.NullInt64
-	err = o.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(n) FROM (SELECT lane, COUNT(*) AS n FROM outbox_items
-		WHERE state IN ('queued', 'sending') GROUP BY lane) AS lanes`).Scan(&s.Lanes, &deepest)
-	if err != nil {
+	if err := o.queryRow(ctx, o.db, sqlLanes).Scan(&s.Lanes, &deepest); err != nil {
 		return s, fmt.Errorf("outbox: snapshot: %w", err)
 	}
 	s.DeepestLane = int(deepest.Int64)
-	if err := o.db.QueryRowContext(ctx, `SELECT MIN(enqueued_at) FROM outbox_items WHERE state = 'queued'`).Scan(&oldest); err != nil {
+	if err := o.queryRow(ctx, o.db, sqlOldest).Scan(&oldest); err != nil {
 		return s, fmt.Errorf("outbox: snapshot: %w", err)
 	}
 	s.OldestQueued = fromNanos(oldest.Int64)
 	return s, nil
 }
+
+var (
+	sqlLanes = `SELECT COUNT(*), MAX(n) FROM (SELECT lane, COUNT(*) AS n FROM outbox_items
+		WHERE state IN ('queued', 'sending') GROUP BY lane) AS lanes`
+	sqlOldest = `SELECT MIN(enqueued_at) FROM outbox_items WHERE state = 'queued'`
+)

@@ -40,26 +40,6 @@ func WithTracer(t Tracer) Option {
 	}
 }
 
-// migrateTrace adds the trace column to a database created before it
-// existed. It is a step of its own after the schema: an ADD COLUMN, not
-// an edit of the tables' definitions, so that both old and new databases
-// end alike.
-func (o *Outbox) migrateTrace(ctx context.Context, ex execer) error {
-	if o.d.postgres {
-		_, err := ex.ExecContext(ctx, `ALTER TABLE outbox_items ADD COLUMN IF NOT EXISTS trace TEXT NOT NULL DEFAULT ''`)
-		return err
-	}
-	var n int
-	if err := ex.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('outbox_items') WHERE name = 'trace'`).Scan(&n); err != nil {
-		return err
-	}
-	if n > 0 {
-		return nil
-	}
-	_, err := ex.ExecContext(ctx, `ALTER TABLE outbox_items ADD COLUMN trace TEXT NOT NULL DEFAULT ''`)
-	return err
-}
-
 // storeTraces stores, in tx, the trace context of each call among calls
 // whose item was inserted, in one statement. It does nothing without a
 // Tracer.

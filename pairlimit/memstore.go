@@ -77,19 +77,21 @@ type memShard struct {
 	mu  sync.Mutex
 	seq uint16 // last reservation ID; protected by mu
 	ops uint16 // calls since the shard last swept; protected by mu
-	_   uint32
-	own pairTable // the first table; protected by mu
+	// past is the least instant asked since the last timed call's cycle
+	// began, in 2^16 ns units from own's epoch (see pastUnit), 0 for none:
+	// here, on the lock's line, so that the hot path reads no other line.
+	// Protected by mu.
+	past uint32
+	own  pairTable // the first table; protected by mu
 
 	now int64 // latest instant asked, as of the last sweep step; protected by mu
 
 	// How far behind the clock the instants asked of the shard lie (see
-	// saw): past is the least instant asked since the shard last swept
-	// itself, 0 if none; lag[0] and lag[1] the least offset (instant minus
-	// clock, at most 0) timed in the current and the previous generation,
-	// which ends at gen. Protected by mu.
-	past int64
-	lag  [2]int64
-	gen  int64
+	// saw): lag[0] and lag[1] the least offset (instant minus clock, at
+	// most 0) timed in the current and the previous generation, which ends
+	// at gen. Protected by mu.
+	lag [2]int64
+	gen int64
 
 	last *pairTable            // the other table used last; protected by mu
 	tabs map[uint64]*pairTable // the other tables, by business number; protected by mu
@@ -100,7 +102,7 @@ type memShard struct {
 	// lock. Writing a Due lowers it (pairTable.wrote); a sweep of a
 	// shard's only table sets it to the table's floor.
 	low atomic.Int64
-	_   [8]byte
+	_   [16]byte
 }
 
 // pairTable holds the pairs of one business number in one shard.
@@ -288,13 +290,16 @@ func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 	clk := m.clockNow()
 	*tb = pairTable{from: from, clk: clk, epoch: sat.Sub(min(t, clk), epochBack),
 		minDue: math.MaxInt64, passMin: math.MaxInt64, passWrote: math.MaxInt64, low: &sh.low}
+	if tb == &sh.own {
+		sh.past = 0 // it counted from the old epoch: time the next call
+	}
 	return tb
 }
 
 // drop forgets table tb of number from. Called with sh.mu held.
 func (sh *memShard) drop(from uint64, tb *pairTable) {
 	if tb == &sh.own {
-		sh.own = pairTable{}
+		sh.own = pairTable{epoch: tb.epoch} // the epoch stays, the base of sh.past
 		return
 	}
 	delete(sh.tabs, from)
@@ -380,21 +385,39 @@ func (tb *pairTable) allExpired(now int64) bool {
 	return true
 }
 
+// timeEvery is how many calls to a shard (counted as its sweeps count
+// them) one timed call at least covers: a multiple of sweepEvery.
+const timeEvery = 4 * sweepEvery
+
 // lagMemory is how long a shard remembers how far behind its clock the
 // instants asked of it lay: at least this long, at most twice. It exceeds
 // Meta's longest debt (a burst of 45, 270 s, plus the margin) and hold
 // (256 s).
 const lagMemory = 5 * time.Minute
 
-// saw records that a call asked the shard at instant t: the first call
-// since the shard last swept itself, and any call asking earlier than
-// every call since, read the clock to time how far behind it t lies (one
-// call in sixteen in steady traffic). A call not timed asked no earlier
-// than one timed at most sixteen calls before it. Called with sh.mu held.
+// saw records that a call asked the shard at instant t: the first call of
+// every timeEvery to the shard (counted as its sweeps count them), and any
+// call asking earlier than every call since (to 2^16 ns), read the clock
+// to time how far behind it t lies (one call in 64 in steady traffic: a
+// clock read costs as much as the rest of a call). A call not timed asked
+// no earlier than 2^16 ns before one timed at most timeEvery calls before
+// it. Called with sh.mu held.
 func (m *MemoryStore) saw(sh *memShard, t int64) {
-	if p := sh.past; t < p || p == 0 {
+	if p := sh.past; p == 0 || pastUnit(t, sh.own.epoch) < p {
 		m.timeCall(sh, t)
 	}
+}
+
+// pastUnit is t in 2^16 ns units from epoch, own's (0 when the shard has
+// no first table), for memShard.past: 0 for an instant before the epoch
+// (or without one), which is then always timed; capped at the largest
+// uint32 (58 h past the epoch: far ahead of any clock the epoch came from,
+// where a lag is positive and counts for nothing).
+func pastUnit(t, epoch int64) uint32 {
+	if t < epoch || epoch == 0 {
+		return 0
+	}
+	return uint32(min(uint64(t-epoch)>>16, math.MaxUint32))
 }
 
 // timeCall is saw's timing of a call. It is kept out of the callers'
@@ -402,7 +425,7 @@ func (m *MemoryStore) saw(sh *memShard, t int64) {
 //
 //go:noinline
 func (m *MemoryStore) timeCall(sh *memShard, t int64) {
-	sh.past = t
+	sh.past = pastUnit(t, sh.own.epoch)
 	clk := m.clockNow()
 	sh.rotate(clk)
 	if o := sat.Sub(t, clk); o < sh.lag[0] {
@@ -466,6 +489,9 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		states = append(states, st)
 	}
 	tb.resize(len(states) + max(need-int(tb.live), 0)) // need counts the live states: 0 adds none
+	if tb == &sh.own && epoch != tb.epoch {
+		sh.past = 0 // it counted from the old epoch: time the next call
+	}
 	tb.epoch = epoch
 	k := 0
 	for i := range old {
@@ -559,7 +585,9 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 // held.
 func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 	sh.now = max(sh.now, t)
-	sh.past = 0 // the next call is timed
+	if sh.ops%timeEvery == 0 {
+		sh.past = 0 // the next call is timed
+	}
 	m.sweep(sh, tb, sweepSlots)
 	if sh.ops%crossEvery == 0 {
 		m.cross(sh)

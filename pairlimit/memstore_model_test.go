@@ -30,15 +30,15 @@ type memModel struct {
 // modelShard is what the model knows of the calls to one of the store's
 // shards: which calls go together is the store's hash, the rule the
 // model's own. The store times a call's lag (instant minus clock) only for
-// the first call since the shard last swept itself and for calls asking
-// earlier than every call since; a shard sweeps itself on every sixteenth
-// call that reserves, refuses, gives back or accepts. So a call's lag is
-// known to the store as no later than its instant minus the clock of the
-// sixteenth such call before it (or of the shard's first call): the
+// the first call of every timeEvery it counts (a shard counts the calls
+// that reserve, refuse, give back or accept) and for calls asking earlier
+// than every call since (to 2^16 ns). So a call's lag is known to the
+// store as no later than its instant plus 2^16 ns minus the clock of the
+// timeEvery-th such call before it (or of the shard's first call): the
 // model's lag for the call.
 type modelShard struct {
 	first int64   // the clock at the shard's first call
-	steps []int64 // the clock at each call sure to count towards a sweep, the last 16
+	steps []int64 // the clock at each call the store surely counts, the last timeEvery
 	lags  []modelLag
 }
 
@@ -59,16 +59,17 @@ func (m *memModel) ask(p Pair, t, clk int64, step bool) {
 		m.shards[h] = sh
 	}
 	from := sh.first
-	if len(sh.steps) == sweepEvery {
+	if len(sh.steps) == timeEvery {
 		from = sh.steps[0]
 	}
+	lag := t - from + 1<<16 // the store compares instants to 2^16 ns
 	if n := len(sh.lags); n > 0 && sh.lags[n-1].from == from {
-		sh.lags[n-1].lag = min(sh.lags[n-1].lag, t-from)
+		sh.lags[n-1].lag = min(sh.lags[n-1].lag, lag)
 	} else {
-		sh.lags = append(sh.lags, modelLag{from, t - from})
+		sh.lags = append(sh.lags, modelLag{from, lag})
 	}
 	if step {
-		if len(sh.steps) == sweepEvery {
+		if len(sh.steps) == timeEvery {
 			sh.steps = sh.steps[1:]
 		}
 		sh.steps = append(sh.steps, clk)

@@ -89,7 +89,9 @@
 //     floor, writing the debt back to Redis.
 //   - Every business number has an epoch marker (prefix{N}:m). Each Store
 //     sends the marker it last saw with each reservation; a script that
-//     finds it gone or changed writes a new one marked lost. From then on,
+//     finds it gone or changed (it reads it when Redis holds no state for
+//     the pair or bucket at hand, where a loss shows first) writes a new
+//     one marked lost. From then on,
 //     until [WithLostStateDebt] (by default [DefaultLostStateDebt], Meta's
 //     full burst of 45, 270.25 s) has passed since the new marker was
 //     written, every Store treats a pair Redis holds no state for as owing

@@ -72,14 +72,14 @@ func WithLogger(l *slog.Logger) Option {
 // <lost>", the marker's ID, the caller's instant when it was written, and
 // 1 once a process noticed that it replaced a lost one.
 type marker struct {
-	raw      string
-	since    int64 // the instant it was written
-	lost     bool
-	parsedOK bool
+	raw   string
+	boxed any   // raw as a script argument
+	since int64 // the instant it was written
+	lost  bool
 }
 
 func parseMarker(raw string) marker {
-	m := marker{raw: raw}
+	m := marker{raw: raw, boxed: raw}
 	f := strings.Fields(raw)
 	if len(f) != 4 {
 		return m
@@ -94,7 +94,6 @@ func parseMarker(raw string) marker {
 	}
 	m.since = sec*1e9 + nsec
 	m.lost = f[3] == "1"
-	m.parsedOK = true
 	return m
 }
 
@@ -110,6 +109,14 @@ func (ms *markers) get(key string) marker {
 	m := ms.m[key]
 	ms.mu.RUnlock()
 	return m
+}
+
+// arg is the marker as a script argument, boxed once.
+func (m marker) arg() any {
+	if m.boxed != nil {
+		return m.boxed
+	}
+	return ""
 }
 
 // markerKey is the epoch marker of key's hash slot.
@@ -143,16 +150,14 @@ func (s *Store) report(ev StateLoss) {
 	}
 }
 
-// quarantine returns, for a marker marked lost, the instant until which a
-// pair Redis holds no state for is treated as owing (after is added to the
-// marker's instant), as seconds and nanoseconds for a script ("z" for
-// none). The nanoseconds may exceed 1e9.
-func (m marker) quarantine(after time.Duration) (sec, nsec any, until int64) {
+// until returns, for a marker marked lost, the instant until which a pair
+// Redis holds no state for is treated as owing: the marker's instant plus
+// debt. It is 0 for a marker not marked lost.
+func (m marker) until(debt time.Duration) int64 {
 	if !m.lost {
-		return "z", 0, 0
+		return 0
 	}
-	s, n := secNs(m.since)
-	return s, n + int64(after), sat.Add(m.since, int64(after))
+	return sat.Add(m.since, int64(debt))
 }
 
 // shadow is a Store's bounded memory of the debts its own reservations

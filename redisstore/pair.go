@@ -49,31 +49,32 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	tn := max(t.UnixNano(), 0)
 	num := p.From()
 	mk := s.markers.get(num)
-	qs, qn, _ := mk.quarantine(s.lostDebt)
-	floor := s.shadow.floor(p)
-	var fs, fn any = "z", 0
-	if floor > tn {
-		fs, fn = secNs(floor)
+	var lf lift
+	var qo, fo any = "", ""
+	if until := mk.until(s.lostDebt); until > tn {
+		lf.qoff, lf.hasQ = until-tn, true
+		qo = lf.qoff
+	}
+	if floor := s.shadow.floor(p); floor > tn {
+		lf.floff, lf.hasFloor = floor-tn, true
+		fo = lf.floff
 	}
 	v, err := s.runKeys(ctx, "pair reserve", pairReserveHot, twoKeysArg,
 		[]any{3: s.prefix + "{" + num + "}:p:" + p.To(), 4: s.markerKey(num), 5: tn / 1e9, 6: tn % 1e9,
-			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.raw, 11: qs, 12: qn, 13: int64(s.lostDebt), 14: fs, 15: fn})
+			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.arg(), 11: qo, 12: s.lostDebtArg, 13: fo})
 	if s.fallback(err) {
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
 		return pairlimit.Ticket{}, false, err
 	}
-	if raw, ok := markerOf(v); ok { // the marker changed: learn it, and lift as the script did
+	if raw, ok := markerOf(v); ok { // another marker: learn it, and lift as the script did
 		mk = s.learn(num, raw, mk.raw != "")
 		v = stripMarker(v)
-	}
-	lf := lift{floor: max(floor, 0)}
-	if floor <= tn {
-		lf.floor = 0
-	}
-	if mk.lost {
-		lf.qs, lf.qn, lf.quar = quarantineOf(mk, s.lostDebt)
+		lf.hasQ, lf.note = false, mk.lost
+		if mk.lost {
+			lf.qs, lf.qn = quarantineOf(mk, s.lostDebt)
+		}
 	}
 	tk, ok, shape := reserveWith(v, tn, cost, maxWait, lf)
 	if !shape {
@@ -129,33 +130,41 @@ func stripMarker(v any) any {
 // quarantineOf is the end of m's quarantine as the script computes it:
 // seconds and nanoseconds (which may exceed 1e9) of the marker's instant
 // plus the lost-state debt.
-func quarantineOf(m marker, debt time.Duration) (qs, qn float64, ok bool) {
+func quarantineOf(m marker, debt time.Duration) (qs, qn float64) {
 	s, n := secNs(m.since)
-	return float64(s), float64(n + int64(debt)), true
+	return float64(s), float64(n + int64(debt))
 }
 
 // lift is what a reserve script raises the pair's Due to besides its
-// state: the caller's floor (an instant, 0 for none) and, for a pair
-// without state, the end of a loss's quarantine (seconds and nanoseconds,
-// when quar).
+// state: the caller's floor and, for a pair without state, the end of a
+// loss's quarantine, either known to the caller (an offset from t) or read
+// by the script from a marker the caller did not know (seconds and
+// nanoseconds, which may exceed 1e9).
 type lift struct {
-	floor  int64
-	qs, qn float64
-	quar   bool
+	floff, qoff    int64
+	hasFloor, hasQ bool
+	qs, qn         float64
+	note           bool
 }
 
-// apply raises the Due d (an offset from the base bs, bn; has reports
-// whether there is one) as the script does, on the same doubles; stateless
-// reports whether Redis held no state for the pair.
-func (l lift) apply(bs, bn, d float64, has, stateless bool) (float64, bool) {
-	if l.quar && stateless {
-		if q := float64((l.qs-bs)*1e9) + (l.qn - bn); !has || q > d {
+// apply raises the Due d (an offset from the base bs, bn, as is t; has
+// reports whether there is one) as the script does, on the same doubles;
+// stateless reports whether Redis held no state for the pair.
+func (l lift) apply(bs, bn, t, d float64, has, stateless bool) (float64, bool) {
+	if stateless {
+		q, ok := 0.0, false
+		switch {
+		case l.note:
+			q, ok = float64((l.qs-bs)*1e9)+(l.qn-bn), true
+		case l.hasQ:
+			q, ok = t+float64(l.qoff), true
+		}
+		if ok && (!has || q > d) {
 			d, has = q, true
 		}
 	}
-	if l.floor > 0 {
-		fs, fn := secNs(l.floor)
-		if f := float64((float64(fs)-bs)*1e9) + (float64(fn) - bn); !has || f > d {
+	if l.hasFloor {
+		if f := t + float64(l.floff); !has || f > d {
 			d, has = f, true
 		}
 	}
@@ -196,11 +205,15 @@ func reserveWith(v any, tn int64, cost, maxWait time.Duration, lf lift) (tk pair
 			if st.hasDue {
 				act = max(tn, offsetAt(st.bs, st.bn, st.d))
 			}
-			if lf.quar && raw == "" {
+			switch {
+			case raw != "":
+			case lf.note:
 				act = max(act, offsetAt(lf.qs, lf.qn, 0))
+			case lf.hasQ:
+				act = max(act, sat.Add(tn, lf.qoff))
 			}
-			if lf.floor > 0 {
-				act = max(act, lf.floor)
+			if lf.hasFloor {
+				act = max(act, sat.Add(tn, lf.floff))
 			}
 			return pairlimit.Ticket{Act: act}, false, true
 		}
@@ -270,7 +283,7 @@ func replayReserve(raw string, tn int64, cost time.Duration, lf lift) (tk pairli
 		}
 		bs, bn, t = tsec, tns, 0
 	}
-	lifted, has := lf.apply(bs, bn, d, st.hasDue, len(raw) == 0)
+	lifted, has := lf.apply(bs, bn, t, d, st.hasDue, len(raw) == 0)
 	if has && (!st.hasDue || lifted != d) {
 		tk.PrevDue = offsetAt(bs, bn, lifted) // the Due the lift set
 	}
@@ -352,8 +365,7 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 		at = max(at, fromBase(a, 0))
 	case 1: // no state: a loss's quarantine may apply
 		if mk := s.markers.get(p.From()); mk.lost {
-			_, _, until := mk.quarantine(s.lostDebt)
-			at = max(at, until)
+			at = max(at, mk.until(s.lostDebt))
 		}
 	}
 	if f := s.shadow.floor(p); f > at {

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -103,27 +102,23 @@ if t > 86400000000000 or t < -86400000000000 then
 end
 `
 
-// markerCheck compares the number's epoch marker (KEYS[2]) with the one
-// the caller knew (ARGV[km], "" for none) and, when they differ, writes a
-// marker where there is none and marks a replaced one lost (see loss.go):
-// mk is then the marker to answer, and qs, qn the instant (seconds, and
-// nanoseconds that may exceed 1e9) until which state Redis lost counts as
-// owed: the marker's instant plus ARGV[qa] (nil when not lost). Without a
-// difference, qs and qn are the caller's, ARGV[qa - 2] and ARGV[qa - 1]
-// ("z": none). It reads tsec and tns.
-func markerCheck(km, qa string) string {
-	return strings.NewReplacer("KM", km, "QA", qa, "QS", qsArg(qa), "QN", qnArg(qa)).Replace(markerCheckLua)
+// markerCheck, run only when Redis holds no state for the key at hand (a
+// loss shows there first), compares the slot's epoch marker (KEYS[2]) with
+// the one the caller knew (ARGV[KM], "" for none) and, when they differ,
+// writes a marker where there is none and marks a replaced one lost (see
+// loss.go). note then says to answer the marker, mk; and q is the end of a
+// loss's quarantine as an offset from the base: the marker's instant plus
+// ARGV[QA] when the marker says lost, or, without a difference, t plus the
+// caller's offset ARGV[QO] ("" for none). It reads tsec, tns, t, bs, bn.
+func markerCheck(km, qo, qa string) string {
+	return strings.NewReplacer("KM", km, "QO", qo, "QA", qa).Replace(markerCheckLua)
 }
 
-func qsArg(qa string) string { n, _ := strconv.Atoi(qa); return strconv.Itoa(n - 2) }
-func qnArg(qa string) string { n, _ := strconv.Atoi(qa); return strconv.Itoa(n - 1) }
-
 const markerCheckLua = `
-local mk, known = redis.call('GET', KEYS[2]), ARGV[KM]
-local note = mk ~= known
-local qs, qn = tonumber(ARGV[QS]), tonumber(ARGV[QN])
-if note then
-  qs, qn = nil, nil
+local known = ARGV[KM]
+mk = redis.call('GET', KEYS[2])
+if mk ~= known then
+  note = true
   local id, cs, cn, l
   if mk then id, cs, cn, l = string.match(mk, '^(%S+) (%d+) (%d+) ([01])$') end
   if id then
@@ -139,29 +134,31 @@ if note then
     mk = tm[1] .. '.' .. tm[2] .. ' ' .. cs .. ' ' .. cn .. ' ' .. l
     redis.call('SET', KEYS[2], mk)
   end
-  if l == '1' then qs, qn = tonumber(cs), tonumber(cn) + tonumber(ARGV[QA]) end
+  if l == '1' then q = (tonumber(cs) - bs) * 1000000000 + (tonumber(cn) + tonumber(ARGV[QA]) - bn) end
+elseif ARGV[QO] ~= '' then
+  q = t + tonumber(ARGV[QO])
 end
 `
 
 // pairReserveLua is pairlimit.Store.Reserve. KEYS: the pair, its number's
 // epoch marker. ARGV: t (sec, ns), cost, maxWait (-1: none), keep (see
-// pairSave), the marker the caller knew, the instant until which a lost
-// state counts as owed (sec, ns; "z": none), the lost-state debt, and the
-// caller's own floor of the pair's Due (sec, ns; "z": none; see loss.go).
-// A pair without state during a loss's quarantine owes until its end; any
-// pair owes at least the floor.
+// pairSave), the marker the caller knew, the end of the quarantine it knew
+// (an offset from t in ns, "" for none), the lost-state debt, and the
+// caller's own floor of the pair's Due (an offset from t, "" for none; see
+// loss.go). A pair without state during a loss's quarantine owes until its
+// end; any pair owes at least the floor.
 //
 // It returns the pair's state as it found it (the packed string, empty for
 // none) when it reserved, and that string in an array of one when it
 // refused: the Go side takes the decision from the shape and derives the
 // reservation by the script's own arithmetic (reserveFrom), floor and
 // quarantine included: Redis answers with a string it already holds
-// instead of building one. When the marker differs from the caller's, it
-// answers {state, marker, 1 if reserved else 0}. Where the struct library
-// is missing it returns {status, act, id, prevTop, prevDue} (and the
-// marker when it differs): status 1 for reserved, plus 2 when there was a
-// Due; act and prevDue as offsets from t. A Due saturates at the offset of
-// the largest int64 instant, as State.Reserve's sum does.
+// instead of building one. When it read a marker other than the caller's
+// it answers {state, marker, 1 if reserved else 0}. Where the struct
+// library is missing it returns {status, act, id, prevTop, prevDue} (and
+// the marker when it differs): status 1 for reserved, plus 2 when there
+// was a Due; act and prevDue as offsets from t. A Due saturates at the
+// offset of the largest int64 instant, as State.Reserve's sum does.
 var pairReserveLua = pairLoad + pairRebase + `
 local state = raw or ''
 ` + pairLift + `
@@ -193,16 +190,18 @@ if note then return {status, act - t, id, prevTop, prevDue, mk} end
 return {status, act - t, id, prevTop, prevDue}
 `
 
-// pairLift, in Reserve, checks the epoch marker and lifts the pair's Due to
-// the quarantine's end (for a pair without state) and to the caller's
-// floor (ARGV[10], ARGV[11]), as the Go side's replay does.
-var pairLift = markerCheck("6", "9") + `
-if not raw and qs then
-  local q = (qs - bs) * 1000000000 + (qn - bn)
-  if not d or q > d then d = q end
+// pairLift, in Reserve, checks the epoch marker for a pair without state
+// and lifts the pair's Due to the quarantine's end (for a pair without
+// state) and to the caller's floor (ARGV[9]), as the Go side's replay
+// does.
+var pairLift = `
+local note, q, mk = false, nil, nil
+if not raw then
+` + markerCheck("6", "7", "8") + `
+  if q and (not d or q > d) then d = q end
 end
-if ARGV[10] ~= 'z' then
-  local fl = (tonumber(ARGV[10]) - bs) * 1000000000 + (tonumber(ARGV[11]) - bn)
+if ARGV[9] ~= '' then
+  local fl = t + tonumber(ARGV[9])
   if not d or fl > d then d = fl end
 end
 `
@@ -327,7 +326,7 @@ end
 // bucketReserveLua is throughput.Store.Reserve. KEYS: the bucket, its
 // epoch marker. ARGV: t (sec, ns), n, interval, burst, maxWait (-1: none),
 // keep (see bucketSave), the marker the caller knew, the instant a loss's
-// marker was written (sec, ns; "z": none), 0. A bucket Redis lost, asked
+// marker was written (an offset from t, "" for none), 0. A bucket Redis lost, asked
 // for in a loss's quarantine, starts as spent at the marker's instant, so
 // that a second's count is not doubled. Returns {ok, bs, bn, act, id,
 // prevTop, prevTAT or "z"}, instants as offsets from (bs, bn), and the
@@ -341,10 +340,13 @@ if t > 86400000000000 or t < -86400000000000 then
   if hold then hold = hold - t end
   bs, bn, t = tsec, tns, 0
 end
-` + markerCheck("8", "11") + `
-if not found and qs then
-  local q = (qs - bs) * 1000000000 + (qn - bn) + burst * interval
-  if not tat or q > tat then tat = q end
+local note, q, mk = false, nil, nil
+if not found then
+` + markerCheck("8", "9", "10") + `
+  if q then
+    q = q + burst * interval
+    if not tat or q > tat then tat = q end
+  end
 end
 -- restate TAT for a slower interval (throughput.BucketState.Reserve)
 if iv and iv > 0 and interval > iv and tat and tat > t then

@@ -95,11 +95,12 @@ type Store struct {
 	localTP *throughput.MemoryStore // the same for the throughput limits
 
 	// Surviving a loss of Redis's state (loss.go).
-	shadow   shadow        // the debts this Store's own reservations left
-	markers  markers       // the epoch marker last seen per number
-	lostDebt time.Duration // how long unseen pairs owe after a loss
-	observe  func(StateLoss)
-	log      *slog.Logger
+	shadow      shadow        // the debts this Store's own reservations left
+	markers     markers       // the epoch marker last seen per number
+	lostDebt    time.Duration // how long unseen pairs owe after a loss
+	lostDebtArg any           // lostDebt as a script argument, boxed once
+	observe     func(StateLoss)
+	log         *slog.Logger
 }
 
 // New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or
@@ -109,6 +110,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.lostDebtArg = int64(s.lostDebt)
 	return s
 }
 

@@ -52,10 +52,13 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 	}
 	sec, nsec := secNs(t.UnixNano())
 	mk := th.s.markers.get(key)
-	qs, qn, _ := mk.quarantine(0)
+	var qo any = ""
+	if mk.lost {
+		qo = mk.since - t.UnixNano()
+	}
 	v, err := th.s.run(ctx, "bucket reserve", bucketReserve,
 		[]string{th.s.prefix + "{" + key + "}:b", th.s.markerKey(key)},
-		sec, nsec, n, int64(max(interval, 0)), burst, wait, bucketKeepArg(t), mk.raw, qs, qn, 0)
+		sec, nsec, n, int64(max(interval, 0)), burst, wait, bucketKeepArg(t), mk.arg(), qo, 0)
 	if th.fallback(err) {
 		return th.localReserve(ctx, key, t, n, interval, burst, maxWait)
 	}

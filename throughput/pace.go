@@ -38,9 +38,12 @@ import (
 //
 // The quantiles are per Limiter (per process), over the last lateSamples
 // observations, recomputed every lateEvery. Limiters sharing a Store pace
-// one bucket, each with its own margin: processes on one machine see the
-// same lateness and so agree; a process much later than the others should
-// be given a fixed margin with WithHeadroom.
+// one bucket with their own figures, and a Limiter cannot see the others':
+// one that let sends go 30 ms late, spaced for that, next to one spacing
+// its sends for none, would put more than the figure into a second. So
+// with a Store the tolerance stays at T/2 for every Limiter (later checks
+// take new slots) and the margin covers only the write's 99th percentile;
+// processes then differ only by what their writes take after the check.
 const (
 	lateSamples = 256
 	lateEvery   = 32
@@ -75,15 +78,18 @@ func (r *lateness) add(check, write time.Duration) bool {
 // least, where a tolerance tau costs the share of checks later than it
 // (each takes a new slot, and its old one passed unused) plus the margin
 // it needs, max(0, tau + w - T/2), as a share of a second.
-func (r *lateness) figures(interval time.Duration) (tolerance, margin time.Duration) {
+func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration) {
 	sorted := func(s []int64) []int64 {
 		c := slices.Clone(s[:r.n])
 		slices.Sort(c)
 		return c
 	}
 	w := time.Duration(sorted(r.write[:])[r.n*writeRank/lateSamples])
-	check := sorted(r.check[:])
 	half := interval / 2
+	if shared {
+		return half, roundMargin(w)
+	}
+	check := sorted(r.check[:])
 	best, bestCost := half, math.Inf(1)
 	later := r.n // checks later than tau, for tau = half first
 	for later > 0 && time.Duration(check[r.n-later]) <= half {
@@ -136,7 +142,7 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !l.late.add(checked.Sub(slot), write) {
 		return
 	}
-	tol, margin := l.late.figures(l.interval0)
+	tol, margin := l.late.figures(l.interval0, l.opts.store != nil)
 	l.retune(checked.UnixNano(), tol, margin)
 }
 
@@ -194,4 +200,20 @@ func (l *Limiter) Margin() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.margin
+}
+
+// Pause holds the number until until, as a refusal's hold does but
+// counting no refusal: sends not yet written wait for it (a sender's
+// write-time check gives their slots back and takes new ones after it).
+// A sender pauses the number when a send's bytes went out later than its
+// check allowed (the process was descheduled between the check and the
+// write): the sends after it then shift by that much instead of arriving
+// bunched with it. With a Store the pause is shared like any hold.
+func (l *Limiter) Pause(until time.Time) {
+	l.init()
+	u := until.UnixNano()
+	l.mu.Lock()
+	l.heldUntil = max(l.heldUntil, u)
+	l.mu.Unlock()
+	extend(&l.b, l.opts, u)
 }

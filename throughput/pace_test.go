@@ -167,3 +167,22 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 		t.Fatalf("margin %v long after lateness fell, want 0", lim.Margin())
 	}
 }
+
+// TestSharedStoreKeepsTheTolerance: Limiters sharing a store cannot see
+// each other's figures, so each keeps the tolerance at half an interval
+// (later checks take new slots) and the margin covers only the write.
+func TestSharedStoreKeepsTheTolerance(t *testing.T) {
+	t.Parallel()
+	lim := throughput.New(80, throughput.WithStore(throughput.NewMemoryStore(), "n"))
+	for i := range 256 {
+		slot := t0.Add(time.Duration(i) * 13 * time.Millisecond)
+		checked := slot.Add(20 * time.Millisecond)
+		lim.ObserveSend(slot, checked, checked.Add(2*time.Millisecond))
+	}
+	if tol := lim.Tolerance(); tol > 7*time.Millisecond {
+		t.Errorf("tolerance %v with a shared store, want half an interval", tol)
+	}
+	if m := lim.Margin(); m != 2*time.Millisecond {
+		t.Errorf("margin %v, want the write's 2 ms", m)
+	}
+}

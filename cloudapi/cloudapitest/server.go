@@ -97,6 +97,32 @@ func WithTier(limit int, code errcodes.Code) Option {
 	}
 }
 
+// DefaultBodies is how many of the latest requests keep their Body in
+// Requests unless WithBodies says otherwise: a long run (a million
+// messages) would otherwise keep every body in memory.
+const DefaultBodies = 10_000
+
+// WithBodies keeps the Body of the latest n requests (n < 0: of every
+// request; 0: of none). Default DefaultBodies.
+func WithBodies(n int) Option { return func(s *Server) { s.bodies = n } }
+
+// WithHistory keeps only about the latest n requests in Requests (at least
+// n/2, at most n; n <= 0: every request, the default). Count and Accepted
+// still count every request.
+func WithHistory(n int) Option {
+	return func(s *Server) {
+		s.history = n
+		if n == 1 {
+			s.history = 2
+		}
+	}
+}
+
+// WithRequestObserver calls f with every request as it is recorded, under
+// the server's lock (f must not call the server). With WithHistory, a
+// long run can keep its own summary instead of every request.
+func WithRequestObserver(f func(Request)) Option { return func(s *Server) { s.observe = f } }
+
 // WithPairRule replaces Meta's pair rule (6 s, 45, 6 s).
 func WithPairRule(interval time.Duration, burst int, window time.Duration) Option {
 	return func(s *Server) { s.interval, s.burst, s.window = interval, burst, window }
@@ -181,6 +207,11 @@ type Server struct {
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
+	accepted int                   // requests accepted since the start
+	refused  map[errcodes.Code]int // requests answered with each code since the start
+	history  int                   // WithHistory (0: every request)
+	bodies   int                   // WithBodies (< 0: every body)
+	observe  func(Request)         // WithRequestObserver
 	seq      int
 	srv      *httptest.Server
 	closed   bool                  // Close ran and URL has not started a server since
@@ -217,7 +248,7 @@ func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
 		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
-		pairs: map[string]*pairState{}, recent: map[string][]time.Time{},
+		pairs: map[string]*pairState{}, recent: map[string][]time.Time{}, bodies: DefaultBodies,
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
 	}
 	for _, o := range opts {
@@ -294,37 +325,56 @@ func (s *Server) Maintenance(phoneNumberID string, until time.Time) {
 	s.maint[phoneNumberID] = until
 }
 
-// Requests returns every request received so far, in order.
+// Requests returns the requests received so far, in order: every one,
+// or the latest WithHistory ones. Only the latest WithBodies of them
+// (DefaultBodies unless set) keep their Body; older ones have a nil Body.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
 }
 
-// Count returns how many requests were answered with code.
+// Count returns how many requests were answered with code (every request
+// since the start, whatever WithHistory keeps).
 func (s *Server) Count(code errcodes.Code) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.requests {
-		if !r.Accepted && r.Status != 0 && r.Code == code {
-			n++
-		}
-	}
-	return n
+	return s.refused[code]
 }
 
-// Accepted returns how many messages the server accepted.
+// Accepted returns how many messages the server accepted (every request
+// since the start, whatever WithHistory keeps).
 func (s *Server) Accepted() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.requests {
-		if r.Accepted {
-			n++
+	return s.accepted
+}
+
+// record (s.mu held) counts and keeps a request, bounding the history.
+func (s *Server) record(req Request) {
+	if req.Accepted {
+		s.accepted++
+	} else if req.Status != 0 {
+		if s.refused == nil {
+			s.refused = map[errcodes.Code]int{}
+		}
+		s.refused[req.Code]++
+	}
+	if s.observe != nil {
+		s.observe(req)
+	}
+	if s.history > 0 && len(s.requests) >= s.history {
+		// Drop the oldest half: amortised O(1) per request.
+		n := copy(s.requests, s.requests[len(s.requests)-s.history/2:])
+		clear(s.requests[n:])
+		s.requests = s.requests[:n]
+	}
+	s.requests = append(s.requests, req)
+	if s.bodies >= 0 {
+		if i := len(s.requests) - 1 - s.bodies; i >= 0 {
+			s.requests[i].Body = nil
 		}
 	}
-	return n
 }
 
 var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/(messages|marketing_messages)$`)
@@ -394,7 +444,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	answer := func(status int, code errcodes.Code, details string) {
 		req.Status, req.Code = status, code
 		writeError(w, status, code, details, s.seq)
-		s.requests = append(s.requests, req)
+		s.record(req)
 	}
 	if !knownVersion(r.URL.Path) {
 		answer(http.StatusBadRequest, codeUnknownPath, "Unknown path components: "+r.URL.Path)
@@ -430,7 +480,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 			return w, nil
 		}
 		req.Status, req.Accepted = http.StatusOK, true
-		s.requests = append(s.requests, req)
+		s.record(req)
 		_, _ = w.WriteString(`{"success":true}`)
 		return w, nil
 	}
@@ -473,7 +523,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		case f.Reset || f.Hang || f.Stall:
 			s.accept(&req, now)
 			req.Status = 0
-			s.requests = append(s.requests, req)
+			s.record(req)
 			return w, f
 		case f.Code == 0:
 			req.Status = f.Status
@@ -483,7 +533,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(req.Status)
 			_, _ = w.WriteString("<html><body>upstream error</body></html>")
-			s.requests = append(s.requests, req)
+			s.record(req)
 			return w, f
 		default:
 			status := f.Status
@@ -511,7 +561,7 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 		return w, nil
 	}
 	s.accept(&req, now)
-	s.requests = append(s.requests, req)
+	s.record(req)
 	resp := map[string]any{
 		"messaging_product": "whatsapp",
 		"contacts":          []map[string]string{contact(to, req.To)},

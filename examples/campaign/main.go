@@ -12,10 +12,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is main, returning the exit code (so that the profile is flushed).
+func run() int {
 	var cfg Config
 	flag.IntVar(&cfg.Recipients, "n", 10_000, "unique recipients of the campaign")
 	flag.Float64Var(&cfg.Dups, "dups", 0.03, "fraction of recipients listed twice in another spelling")
@@ -27,30 +31,44 @@ func main() {
 	flag.DurationVar(&cfg.Freshness, "fresh", 30*time.Minute, "the campaign template's freshness deadline, from the start")
 	flag.StringVar(&cfg.OutboxDir, "outbox", "", "directory for the outbox's SQLite file (default: a temporary one)")
 	naive := flag.Bool("naive", true, "also run the naive sender for comparison")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "campaign:", err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "campaign:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if cfg.Recipients < 1 || cfg.MPS < 1 || cfg.Workers < 1 || cfg.Bots < 0 || cfg.Rounds < 0 || cfg.Dups < 0 || cfg.Dups > 1 || cfg.Freshness <= 0 {
 		fmt.Fprintln(os.Stderr, "campaign: -n, -mps, -workers and -fresh must be positive; -dups between 0 and 1")
-		os.Exit(2)
+		return 2
 	}
 
 	w := NewWorkload(cfg)
 	rep, err := RunWapace(w)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "campaign:", err)
-		os.Exit(1)
+		return 1
 	}
 	reports := []Report{rep}
 	if *naive {
 		nrep, err := RunNaive(w)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "campaign:", err)
-			os.Exit(1)
+			return 1
 		}
 		reports = append(reports, nrep)
 	}
 	Print(os.Stdout, cfg, reports...)
 	if err := Check(rep); err != nil {
 		fmt.Fprintln(os.Stderr, "campaign:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

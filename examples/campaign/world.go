@@ -25,13 +25,34 @@ type simWorld struct {
 	Clock  *simclock.Clock
 	Meta   *cloudapitest.Server
 	Client *cloudapi.Client
+	Tally  *tally // what the fake accepted, summed as it went
+}
+
+// tally sums up the fake's answers as they come, so that the fake need
+// not keep every request of a long run.
+type tally struct {
+	accepted     int       // messages accepted
+	lastTemplate time.Time // the latest template accepted
+	atLast       int       // messages accepted up to and including it
+}
+
+func (t *tally) add(r cloudapitest.Request) {
+	if !r.Accepted {
+		return
+	}
+	t.accepted++
+	if r.Type == "template" {
+		t.lastTemplate, t.atLast = r.At, t.accepted
+	}
 }
 
 // newWorld returns a simWorld whose number sends mps messages per second, with the
 // client's extra options.
 func newWorld(mps int, logger *slog.Logger, opts ...cloudapi.Option) (*simWorld, error) {
 	clk := simclock.New(simStart)
-	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(mps))
+	t := &tally{}
+	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(mps),
+		cloudapitest.WithHistory(1000), cloudapitest.WithRequestObserver(t.add))
 	base := []cloudapi.Option{
 		cloudapi.WithClock(clk),
 		cloudapi.WithHTTPClient(meta.Client()),
@@ -45,7 +66,7 @@ func newWorld(mps int, logger *slog.Logger, opts ...cloudapi.Option) (*simWorld,
 	if err != nil {
 		return nil, err
 	}
-	return &simWorld{Clock: clk, Meta: meta, Client: c}, nil
+	return &simWorld{Clock: clk, Meta: meta, Client: c, Tally: t}, nil
 }
 
 // Since returns the simulated time since simStart.

@@ -1,0 +1,258 @@
+package outbox_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// copyFixture copies testdata/name into a temporary directory.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// testdata/v0.db was written by the release before schema versions (at
+// cf094c6): four items accepted, three lanes of three queued items, and one
+// queued item whose deadline passed long ago. Opened by this code it is
+// migrated in place, keeps every item and its history, and drains with
+// each queued item sent once, in its lane's order, and nothing sent again.
+func TestUpgradeFromUnversionedSQLite(t *testing.T) {
+	path := copyFixture(t, "v0.db")
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var v int
+	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
+		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
+	}
+	st, err := o.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts[outbox.StateAccepted] != 4 || st.Counts[outbox.StateQueued] != 10 {
+		t.Fatalf("counts after the upgrade: %v", st.Counts)
+	}
+	it := mustGet(t, o, "sent-0")
+	if it.State != outbox.StateAccepted || it.MessageID == "" || len(it.History) != 3 ||
+		it.History[0].State != outbox.StateQueued || it.History[2].State != outbox.StateAccepted {
+		t.Fatalf("an item sent before the upgrade: %+v", it)
+	}
+
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- o.Run(runCtx, c) }()
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	if err := o.Drain(dctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	st, err = o.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts[outbox.StateAccepted] != 13 || st.Counts[outbox.StateExpired] != 1 || st.Counts[outbox.StateQueued]+st.Counts[outbox.StateSending] != 0 {
+		t.Fatalf("counts after draining: %v", st.Counts)
+	}
+	var keys []string
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			keys = append(keys, r.CallbackData)
+		}
+	}
+	if len(keys) != 9 {
+		t.Fatalf("sent %v, want the 9 queued items once each", keys)
+	}
+	last := map[string]string{}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "queued-") {
+			t.Fatalf("sent %q, which was sent before the upgrade or expired", k)
+		}
+		lane := k[:len("queued-0")]
+		if prev := last[lane]; prev != "" && prev > k {
+			t.Errorf("lane %s: %s sent after %s", lane, k, prev)
+		}
+		last[lane] = k
+	}
+	// Opening it again changes nothing.
+	o.Close()
+	o2, err := outbox.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close()
+	if st2, err := o2.Snapshot(ctx); err != nil || st2.Counts[outbox.StateAccepted] != 13 {
+		t.Fatalf("reopened: %v %v", st2.Counts, err)
+	}
+}
+
+// A database written by a newer version is refused, untouched.
+func TestNewerSchemaRefused(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			ctx := t.Context()
+			var dsn string
+			if db == "sqlite" {
+				dsn = "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+			} else {
+				dsn = requirePostgres(t)
+			}
+			o, err := outbox.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.DB().ExecContext(ctx, `UPDATE outbox_schema SET version = 99`); err != nil {
+				t.Fatal(err)
+			}
+			o.Close()
+			_, err = outbox.Open(ctx, dsn)
+			if !errors.Is(err, outbox.ErrSchemaTooNew) || !strings.Contains(err.Error(), "99") {
+				t.Fatalf("Open of a version-99 database: %v, want ErrSchemaTooNew naming 99", err)
+			}
+		})
+	}
+}
+
+// Open names the file and the cause when it cannot be created.
+func TestOpenMissingDirectory(t *testing.T) {
+	_, err := outbox.Open(t.Context(), "sqlite:/no/such/dir/x.db")
+	if err == nil || !strings.Contains(err.Error(), "/no/such/dir/x.db") || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Fatalf("Open: %v, want the path and the cause", err)
+	}
+	dir := t.TempDir()
+	_, err = outbox.Open(t.Context(), "sqlite:"+dir)
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Open of a directory: %v", err)
+	}
+}
+
+// OpenDB uses a caller's pool and leaves it open on Close.
+func TestOpenDB(t *testing.T) {
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", outbox.SQLiteSource(filepath.Join(t.TempDir(), "x.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	o, err := outbox.OpenDB(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(1), "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("the caller's pool was closed: %v", err)
+	}
+	if _, err := outbox.OpenDB(ctx, nil); !errors.Is(err, outbox.ErrInvalidDSN) {
+		t.Fatalf("OpenDB(nil): %v", err)
+	}
+}
+
+// A Postgres outbox of version 1 (tables made by the release before
+// versions, items inserted as it inserted them) is migrated by the first
+// worker to open it, with its counts and history, and drains once.
+func TestUpgradeFromUnversionedPostgres(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, outbox.SchemaPostgres1); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixNano()
+	for i := range 6 {
+		m := cloudapi.Text(recipient(i%2), "before the upgrade")
+		body, _ := json.Marshal(m)
+		key := fmt.Sprintf("r%d-m%d", i%2, i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at)
+			VALUES ($1, 0, $2, $3, $4, 'text', $5, 'queued', $6, $6, 0, $6)`, key, from+">"+strings.TrimPrefix(recipient(i%2), "+"), from,
+			strings.TrimPrefix(recipient(i%2), "+"), string(body), now+int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs := make([]*outbox.Outbox, 2)
+	for i := range obs {
+		if obs[i], err = outbox.Open(ctx, dsn, outbox.WithIdleWake(50*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		defer obs[i].Close()
+	}
+	st, err := obs[0].Snapshot(ctx)
+	if err != nil || st.Counts[outbox.StateQueued] != 6 {
+		t.Fatalf("after the upgrade: %v %v", st.Counts, err)
+	}
+	if it := mustGet(t, obs[1], "r0-m0"); len(it.History) != 1 || it.History[0].State != outbox.StateQueued {
+		t.Fatalf("history kept: %+v", it)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(obs))
+	for _, o := range obs {
+		c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+		go func() { errc <- o.Run(runCtx, c) }()
+	}
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	if err := obs[0].Drain(dctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for range obs {
+		<-errc
+	}
+	seen := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			seen[r.CallbackData]++
+		}
+	}
+	if len(seen) != 6 {
+		t.Fatalf("sent %v, want 6 once each", seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s sent %d times", k, n)
+		}
+	}
+	if got := checkCounts(t, obs[1]); got[outbox.StateAccepted] != 6 {
+		t.Fatalf("counters %v", got)
+	}
+}
