@@ -30,7 +30,8 @@ import (
 // (exact when no later slot stands on it) and takes a new one, holding the
 // connection while it waits, as often as it takes (a message that can only
 // leave late is never sent late: its deadline or its context ends the
-// wait, and it is not submitted). The first bubble of a burst moves the pair's
+// wait, and it is not submitted); met by a hold, it takes the new one only
+// once the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
 // reservation with it, so that the pair owes from when the burst really
 // starts. Every check and every write is reported to the number's limiter
 // (ObserveSend), whose margin follows the lateness observed.
@@ -117,6 +118,20 @@ func (g *gate) reslot(now time.Time) error {
 	s, a, c := g.s, g.a, g.s.c
 	sl := &a.slots[g.k]
 	sl.num.CancelAt(sl.num.TimeToAct()) // unused: exact when no later slot stands on it
+	sl.num = throughput.Reservation{}
+	// A hold is waited out holding nothing, as admit's known waits are: a
+	// slot taken now would be at the figure in force now, and keep its
+	// instant if the figure is raised during the hold (a throughput
+	// upgrade ends its minute of 131057 that way).
+	for h := g.num.HeldUntil(); h.After(now); h = g.num.HeldUntil() {
+		if err := s.late(h, now, errcodes.HoldPhoneNumber); err != nil {
+			return err
+		}
+		if err := clockwait.Until(s.ctx, c.clock, h); err != nil {
+			return err
+		}
+		now = c.clock.Now()
+	}
 	r := g.num.ReserveN(now, 1)
 	sl.num, sl.at = r, r.TimeToAct()
 	if !r.OK() {

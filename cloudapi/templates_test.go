@@ -392,8 +392,10 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 		}
 		// The number's 131057 hold is polled after 10, 20 and 40 s, so
 		// sending resumes at 70 s; the 2,000 messages then take 2 s at
-		// 1,000 msg/s, and 25 s at the old 80.
-		if took := time.Since(start); took > 85*time.Second {
+		// 1,000 msg/s, and 25 s at the old 80 (or a part of them at it,
+		// for each send that kept a slot taken at 80 msg/s during the
+		// hold).
+		if took := time.Since(start); took > 73*time.Second {
 			t.Errorf("the campaign took %v: the new rate was not used", took)
 		}
 	})

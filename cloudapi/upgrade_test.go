@@ -1,0 +1,86 @@
+package cloudapi_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/throughput"
+)
+
+// TestUpgradeRaisesTheRateOfQueuedSends: a campaign already queued at the
+// old 80 msg/s when Meta begins a throughput upgrade goes on at 1,000
+// msg/s once the upgrade's 131057 hold is over. Every message is admitted
+// at t = 0, before the first 131057, so the slots met by the hold were
+// all taken at the old figure: they must be given back and taken again
+// after the hold, at the figure in force then, not moved past the hold at
+// the old rate (which kept the campaign at 80 msg/s for another 25 s, and
+// made TestThroughputUpgradeWebhookRaisesTheRate depend on how many sends
+// were admitted in the instant before the first refusal).
+func TestUpgradeRaisesTheRateOfQueuedSends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithAppSecret("s3cret"))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook, err := webhook.NewHandler("s3cret",
+			webhook.OnQuality(func(_ context.Context, ev webhook.Event, u *webhook.QualityUpdate) error {
+				webhook.ApplyThroughputUpdate(c.Number(number), u, ev.Time)
+				return nil
+			}),
+			webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		// 1.5 s falls between two of the number's slots at 80 msg/s.
+		const begins = 1500 * time.Millisecond
+		go func() {
+			time.Sleep(begins)
+			notice := srv.UpgradeThroughput(waba, number, time.Minute)
+			time.Sleep(time.Minute)
+			if res := srv.PostWebhook(hook, notice); res.StatusCode != 200 {
+				t.Errorf("webhook answered %d", res.StatusCode)
+			}
+		}()
+		const n = 2000
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi"))
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := c.Number(number).MPS(); got != throughput.Upgraded {
+			t.Errorf("number at %d msg/s after the upgrade notice", got)
+		}
+		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+			t.Errorf("%d x 130429", n)
+		}
+		// About 120 messages go before the upgrade begins; the number's
+		// 131057 hold, polled after 10, 20 and 40 s, ends 70 s after it
+		// (71.5 s); the other ~1,880 then take under 2 s at 1,000 msg/s,
+		// and would take 23 s at 80.
+		if took, want := time.Since(start), begins+70*time.Second+2*time.Second; took > want {
+			t.Errorf("the campaign took %v, want at most %v: queued sends kept the old rate", took, want)
+		}
+	})
+}
