@@ -37,9 +37,9 @@ func ExampleLookup() {
 	}
 	// Output:
 	// 131056 known=true scope=pair retryable=true wait=0s
-	// 130429 known=true scope=phone_number retryable=true wait=0s
+	// 130429 known=true scope=phone_number retryable=true wait=1s
 	// 131049 known=true scope=recipient retryable=true wait=24h0m0s
-	// 131057 known=true scope=phone_number retryable=true wait=1m0s
+	// 131057 known=true scope=phone_number retryable=true wait=10s
 	// 424242 known=false scope=unknown retryable=false wait=0s
 }
 
