@@ -38,20 +38,11 @@ func decide(e *errcodes.Error) SendState {
 }
 
 // standsFor returns the Meta code a local limit stands for in a
-// *BackpressureError, given the last refusal's code (or 0).
+// *BackpressureError, given the last refusal's code (or 0): that code when
+// it holds the same limit, else the code errcodes names for the limit.
 func standsFor(h errcodes.Hold, last errcodes.Code) errcodes.Code {
 	if last != 0 && errcodes.Lookup(last).Hold == h {
 		return last
 	}
-	switch h {
-	case errcodes.HoldPair:
-		return errcodes.PairRateLimit
-	case errcodes.HoldPhoneNumber:
-		return errcodes.ThroughputLimit
-	case errcodes.HoldApp:
-		return errcodes.AppRateLimit
-	case errcodes.HoldWABA:
-		return errcodes.WABARateLimit
-	}
-	return 0
+	return h.Code()
 }

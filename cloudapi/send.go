@@ -397,21 +397,28 @@ func (c *Client) accepted(at time.Time, from string, pair pairlimit.Pair) {
 }
 
 // refused applies the hold of refusal e to the limit errcodes says it
-// holds, and returns the hold (zero when no limiter holds that code).
+// holds, for the wait errcodes gives, and returns the hold (zero when no
+// limiter holds that code, or no wait lifts it: 131048).
 func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errcodes.Error) time.Duration {
-	switch e.Class().Hold {
+	cl := e.Class()
+	switch cl.Hold {
 	case errcodes.HoldPair:
 		if !pair.IsZero() {
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		hold := c.Number(from).Refused(at, e.Code)
+		var hold time.Duration
+		if cl.Throttling {
+			hold = c.Number(from).Throttled(at, cl.Wait, cl.MaxWait)
+		} else {
+			hold = c.Number(from).Hold(at, cl.Wait, cl.MaxWait)
+		}
 		if hold > 0 {
 			c.numberHolds.Store(from, e.Code)
 		}
 		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
-		return c.budget.Refused(at, e.Code)
+		return c.budget.Hold(at, cl.Wait, cl.MaxWait)
 	}
 	return 0
 }

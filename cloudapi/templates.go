@@ -348,8 +348,8 @@ func (c *Client) budgetedGet(ctx context.Context, path string, out any) error {
 	var ge *errcodes.Error
 	switch {
 	case errors.As(err, &ge):
-		if h := ge.Class().Hold; h == errcodes.HoldApp || h == errcodes.HoldWABA {
-			c.budget.Refused(c.clock.Now(), ge.Code)
+		if cl := ge.Class(); cl.Hold == errcodes.HoldApp || cl.Hold == errcodes.HoldWABA {
+			c.budget.Hold(c.clock.Now(), cl.Wait, cl.MaxWait)
 		}
 	case err == nil:
 		c.budget.Accepted(c.clock.Now())
