@@ -75,3 +75,18 @@ func ExampleClass_NotSent() {
 	// 131000 at 400: hold=none notSent=false
 	// 131064 at 400: hold=tier notSent=true
 }
+
+// Consecutive refusals of a paced limit hold it longer: HoldAfter gives the
+// hold after n refusals, which every wapace limiter applies.
+func ExampleClass_HoldAfter() {
+	for _, c := range []errcodes.Code{errcodes.ThroughputLimit, errcodes.Maintenance, errcodes.MaintenanceMode} {
+		cl := errcodes.Lookup(c)
+		fmt.Println(int(c), cl.HoldAfter(0), cl.HoldAfter(1), cl.HoldAfter(2), cl.HoldAfter(10))
+	}
+	fmt.Println("pair hold stands for", int(errcodes.HoldPair.Code()))
+	// Output:
+	// 130429 1s 2s 4s 30s
+	// 131057 10s 20s 40s 1m0s
+	// 2494100 2m0s 2m0s 2m0s 2m0s
+	// pair hold stands for 131056
+}
