@@ -39,9 +39,8 @@ var (
 
 // holdAfter is the hold after n consecutive refusals of a schedule that
 // starts at first and doubles up to ceiling (first itself when ceiling <=
-// first):
-// the schedule errcodes.Class.HoldAfter gives for a code, passed in by the
-// caller (errcodes is the one table of waits).
+// first): the schedule errcodes.Class.HoldAfter gives for a code, passed
+// in by the caller (errcodes is the one table of waits).
 func holdAfter(n int, first, ceiling time.Duration) time.Duration {
 	if first <= 0 {
 		return 0
