@@ -73,6 +73,9 @@
 // insights codes (2388019 to 2388299, 200005 to 200007), the migration
 // codes (2388001 to 2388103), the On-Behalf-Of account codes (2593079,
 // 2593085) and the coexistence synchronization codes (2593107, 2593108).
+// The December 2026 re-read took the page's full text from a public mirror
+// of it (the November 2025 edition; Meta's own stored copy showed only the
+// page's opening), and every title and wait above matches it.
 // Codes 131014 and 12455, seen in other clients' traffic but on none of
 // Meta's pages, are classified conservatively (not retryable, scope
 // unknown). Every row is pinned by a test that names its page.
