@@ -171,3 +171,31 @@ func TestHoldCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCodeOnMetasPage: every code the error codes page lists
+// (November 2025 text, section by section, with its Marketing Messages
+// API table) is known, so that the README's "every code" holds.
+func TestEveryCodeOnMetasPage(t *testing.T) {
+	t.Parallel()
+	page := []errcodes.Code{
+		0, 3, 10, 190, 200, 250, 299, // authorization
+		368, 130497, 131031, // integrity
+		2388040, 2388047, 2388072, 2388073, 2388293, 2388299, // template creation
+		2388019,                                              // send template
+		2388001, 2388012, 2388091, 2388093, 2388103, 2494100, // phone migration
+		200005, 200006, 200007, // template insights
+		2593079, 2593085, // WhatsApp Business Account
+		2593107, 2593108, // synchronization
+		4, 80007, 130429, 131048, 131056, 133016, // throttling
+		1, 2, 33, 100, 130472, 131000, 131005, 131008, 131009, 131016, 131021, 131026, 131037, 131042,
+		131045, 131047, 131049, 131050, 131051, 131052, 131053, 131057, 132000, 132001, 132005, 132007,
+		132012, 132015, 132016, 132068, 132069, 133000, 133004, 133005, 133006, 133008, 133009, 133010,
+		133015, 134011, 135000, // other
+		131055, 134100, 134101, 134102, 1752041, // Marketing Messages API
+	}
+	for _, c := range page {
+		if cl := errcodes.Lookup(c); !cl.Known || cl.Title == "" {
+			t.Errorf("%d is on Meta's page but Lookup says %+v", c, cl)
+		}
+	}
+}
