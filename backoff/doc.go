@@ -15,8 +15,9 @@
 // [IsRetryable], which follows [errcodes]), and waits between attempts on a
 // [clock.Clock] (github.com/benbjohnson/clock; the real clock by default),
 // never with time.Sleep. A server's hint beats the schedule: an error that
-// implements [RetryAfterer] (see [RetryAfter]) sets the next wait, and a
-// code's documented minimum wait ([errcodes.Class].Wait) raises it.
+// implements [RetryAfterer] (see [RetryAfter]) sets the next wait, and the
+// hold errcodes gives a code after that many refusals
+// ([errcodes.Class].HoldAfter) raises it.
 //
 // A deadline (a message's freshness, or the context's) is checked before
 // each wait: when the wait would end after it, Retry gives up at once rather

@@ -187,8 +187,9 @@ func WithNotify(f func(retry int, err error, wait time.Duration)) Option {
 
 // Retry runs op until it succeeds, returns an error the policy does not
 // retry, or a limit is reached. Between attempts it waits on the configured
-// clock, in a select with ctx.Done(): s.Delay(retry), raised to the minimum
-// wait Meta documents for the error's code ([errcodes.Class].Wait), and
+// clock, in a select with ctx.Done(): s.Delay(retry), raised to the hold
+// errcodes gives the error's code after that many refusals
+// ([errcodes.Class].HoldAfter: its Wait, doubled up to MaxWait), and
 // replaced outright by the error's own [RetryAfterer] hint when it has one.
 //
 // Retry returns nil on success; op's error as it is when it is not retried
@@ -232,8 +233,10 @@ func Retry(ctx context.Context, s Schedule, op func(context.Context) error, opts
 		wait := s.Delay(attempt - 1)
 		var code errcodes.Code
 		if errors.As(err, &code) {
-			// Meta's documented minimum (24 h for 131049) beats the schedule.
-			wait = max(wait, errcodes.Lookup(code).Wait)
+			// The code's hold in errcodes, the one table of waits (24 h for
+			// 131049; 10 s doubling to a minute for 131057), beats the
+			// schedule.
+			wait = max(wait, errcodes.Lookup(code).HoldAfter(attempt-1))
 		}
 		var ra RetryAfterer
 		if errors.As(err, &ra) {

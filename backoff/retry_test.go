@@ -283,3 +283,38 @@ func TestStopErrorMessage(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", err.Error(), want)
 	}
 }
+
+// TestRetryWaitsTheCodesHold: between attempts Retry waits at least the
+// hold errcodes gives the code after that many refusals (its one wait per
+// code), doubling where errcodes doubles it.
+func TestRetryWaitsTheCodesHold(t *testing.T) {
+	t.Parallel()
+	zero := backoff.Constant(0)
+	for _, tc := range []struct {
+		code errcodes.Code
+		want []time.Duration
+	}{
+		{errcodes.Maintenance, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute}},
+		{errcodes.AppRateLimit, []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}},
+		{errcodes.ThroughputLimit, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
+		{errcodes.MaintenanceMode, []time.Duration{2 * time.Minute, 2 * time.Minute}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var waits []time.Duration
+			n := 0
+			err := backoff.Retry(t.Context(), zero, func(context.Context) error {
+				if n++; n <= len(tc.want) {
+					return &errcodes.Error{Code: tc.code}
+				}
+				return nil
+			}, backoff.WithMaxAttempts(len(tc.want)+1),
+				backoff.WithNotify(func(_ int, _ error, w time.Duration) { waits = append(waits, w) }))
+			if err != nil {
+				t.Fatalf("%d: %v", tc.code, err)
+			}
+			if fmt.Sprint(waits) != fmt.Sprint(tc.want) {
+				t.Errorf("%d: waits %v, want %v", tc.code, waits, tc.want)
+			}
+		})
+	}
+}

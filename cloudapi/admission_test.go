@@ -26,7 +26,8 @@ func TestAdmissionNamesTheLimitAndItsCode(t *testing.T) {
 		{"the pair's debt", func(t *testing.T, h *harness) { mustSend(t, h, alice) }, alice, errcodes.HoldPair, errcodes.PairRateLimit, 6*time.Second + 250*time.Millisecond},
 		{"another pair is free", func(t *testing.T, h *harness) { mustSend(t, h, alice) }, bob, errcodes.HoldNone, 0, 0},
 		{"the number after 130429", func(_ *testing.T, h *harness) {
-			h.c.Number(number).Refused(time.Now(), errcodes.ThroughputLimit)
+			thr := errcodes.ThroughputLimit.Class()
+			h.c.Number(number).Throttled(time.Now(), thr.Wait, thr.MaxWait)
 		}, alice, errcodes.HoldPhoneNumber, errcodes.ThroughputLimit, time.Second},
 		{"the number after a refused send", func(t *testing.T, h *harness) {
 			h.srv.FailNext(errcodes.Maintenance)

@@ -214,15 +214,15 @@ func (c *Client) admission(t time.Time, from string, pair pairlimit.Pair, n int,
 	if last != 0 {
 		hold(notBefore, errcodes.Lookup(last).Hold, last)
 	} else {
-		hold(notBefore, errcodes.HoldPair, errcodes.PairRateLimit)
+		hold(notBefore, errcodes.HoldPair, errcodes.HoldPair.Code())
 	}
-	numCode := errcodes.ThroughputLimit
+	numCode := errcodes.HoldPhoneNumber.Code()
 	if code, ok := c.numberHolds.Load(from); ok {
 		numCode = code.(errcodes.Code) // the code of the number's latest hold
 	}
 	hold(c.Number(from).HeldUntil(), errcodes.HoldPhoneNumber, numCode)
 	if h := c.budget.RefusedUntil(); h.After(a.At) { // its only hold that concerns sends
-		code := errcodes.AppRateLimit
+		code := errcodes.HoldApp.Code()
 		if last != 0 && errcodes.Lookup(last).Hold == errcodes.HoldWABA {
 			code = last
 		}
@@ -233,7 +233,7 @@ func (c *Client) admission(t time.Time, from string, pair pairlimit.Pair, n int,
 		if err != nil {
 			return a, err
 		}
-		hold(ready, errcodes.HoldPair, errcodes.PairRateLimit)
+		hold(ready, errcodes.HoldPair, errcodes.HoldPair.Code())
 	}
 	return a, nil
 }

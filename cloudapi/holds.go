@@ -38,20 +38,34 @@ func decide(e *errcodes.Error) SendState {
 }
 
 // standsFor returns the Meta code a local limit stands for in a
-// *BackpressureError, given the last refusal's code (or 0).
+// *BackpressureError, given the last refusal's code (or 0): that code when
+// it holds the same limit, else the code errcodes names for the limit.
 func standsFor(h errcodes.Hold, last errcodes.Code) errcodes.Code {
 	if last != 0 && errcodes.Lookup(last).Hold == h {
 		return last
 	}
-	switch h {
-	case errcodes.HoldPair:
-		return errcodes.PairRateLimit
-	case errcodes.HoldPhoneNumber:
-		return errcodes.ThroughputLimit
-	case errcodes.HoldApp:
-		return errcodes.AppRateLimit
-	case errcodes.HoldWABA:
-		return errcodes.WABARateLimit
+	return h.Code()
+}
+
+// misrouted reports whether refusal e, answered at /marketing_messages,
+// says the template is not a marketing one, so that its place is
+// /messages: 134100 ("Only marketing messages supported": a utility or
+// authentication template) and 131055 ("Only marketing template messages
+// are supported"), when the answer proves nothing was sent. Meta's remedy
+// is to route by the latest category, and Cloud API's /messages takes
+// every category; the Client sends such a message again there, once, as a
+// new request. Other refusals there (134101 still syncing, 134102
+// template unavailable, the STRICT product policy's refusal) are not
+// re-routed: they say nothing about the category, and a business that
+// wants Meta to deliver through Cloud API instead keeps product_policy at
+// CLOUD_API_FALLBACK, Meta's default.
+func misrouted(e *errcodes.Error) bool {
+	if e == nil || !e.Class().NotSent(e.HTTPStatus) {
+		return false
 	}
-	return 0
+	switch e.Code {
+	case errcodes.MarketingAPITemplateCategory, errcodes.MarketingAPINotAllowed:
+		return true
+	}
+	return false
 }

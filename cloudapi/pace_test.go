@@ -215,7 +215,8 @@ func TestHoldMetAtTheWriteIsNotSent(t *testing.T) {
 		srv := cloudapitest.NewServer(t)
 		var c *cloudapi.Client
 		hc := &http.Client{Transport: hookTransport{inner: srv.Client().Transport, before: func() {
-			c.Number(number).Refused(time.Now(), errcodes.ThroughputLimit)
+			thr := errcodes.ThroughputLimit.Class()
+			c.Number(number).Throttled(time.Now(), thr.Wait, thr.MaxWait)
 		}}}
 		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(hc), cloudapi.WithBaseURL(cloudapitest.BaseURL))
 		if err != nil {

@@ -27,6 +27,10 @@ type Result struct {
 	UserID string
 	// Input is the recipient as sent (normalised digits, or the BSUID).
 	Input string
+	// Endpoint is the endpoint that accepted the message: "messages" or
+	// "marketing_messages" (the Marketing Messages API). Meta advises
+	// keeping, for each message ID, which of the two sent it.
+	Endpoint string
 	// MessageStatus is messages[].message_status when Meta sends it, such as
 	// "accepted" or "held_for_quality_assessment". Accepted is not
 	// delivered: delivery is reported by status webhooks.
@@ -75,6 +79,12 @@ func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStat
 //     of the request may have left, a timeout, any 5xx except 2494100, codes
 //     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
 //     no resend.
+//   - 134100 or 131055 from /marketing_messages (Meta says the template
+//     is not a marketing one, and the 400 proves nothing was sent): the
+//     message is sent again, at once and once, to /messages, where its
+//     category belongs; the refused attempt is reported to the observer
+//     (StateRefused with its Code) and counted in Result.Attempts, and
+//     Result.Endpoint says which endpoint took the message.
 //   - other errors (131049, request errors, ...): a *SendError in
 //     StateFailed wrapping the *errcodes.Error.
 //
@@ -147,7 +157,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		return nil, err
 	}
 	s := &sending{c: c, ctx: ctx, from: from, fromID: fromID, msgs: msgs,
-		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)),
+		keys: make([]string, len(msgs)), bodies: make([][]byte, len(msgs)), endpoints: make([]string, len(msgs)), misrouted: make([]bool, len(msgs)),
 		results: make([]*Result, len(msgs)), attempts: make([]int, len(msgs)), states: make([]SendState, len(msgs))}
 	bubble := func(i int, err error) error {
 		var ve *ValidationError
@@ -235,6 +245,11 @@ type sending struct {
 	// endpointMarketing): decided by prepare, and again by route when it
 	// is posted.
 	endpoints []string
+	// misrouted[i] is set once Meta refused msgs[i] at
+	// /marketing_messages as not a marketing template (134100, 131055):
+	// from then on it goes to /messages, whatever the registry says.
+	misrouted []bool
+	rerouted  bool // the current retry is a re-route: no backoff
 	results   []*Result
 	attempts  []int
 	states    []SendState // each message's state once it has one
@@ -257,6 +272,13 @@ func (s *sending) run() error {
 		next += sent
 		if err != nil {
 			return err
+		}
+		if retry && s.rerouted {
+			// Meta refused the message at /marketing_messages as not a
+			// marketing template: it goes to /messages at once, as a new
+			// request (the refusal proves nothing was sent).
+			s.rerouted, notBefore = false, time.Time{}
+			continue
 		}
 		if retry {
 			if s.attempts[next] >= s.c.attempts {
@@ -302,6 +324,10 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		g := &gate{s: s, a: a, k: k, num: num}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
+		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
+		if reroute {
+			out.state = StateRefused // not sent; sent again to /messages
+		}
 		if out.paced { // the write-time check gave up: nothing left
 			a.settle(at, k, k)
 			s.states[idx] = StateNotSubmitted
@@ -319,12 +345,17 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		case StateAccepted:
 			c.accepted(at, s.from, s.pair)
 			out.result.Attempts, out.result.IdempotencyKey, out.result.SentAt = s.attempts[idx], s.keys[idx], at
+			out.result.Endpoint = endpoint
 			s.results[idx] = out.result
 			continue
 		case StateSubmittedUnknown: // the message may count at Meta
 			a.settle(at, k+1, k+1)
 		default: // Meta did not take it: only the bubbles before it count
 			a.settle(at, k, k+1)
+		}
+		if reroute {
+			s.misrouted[idx], s.rerouted, s.lastErr = true, true, out.gerr
+			return k, true, nil
 		}
 		if out.state == StateRefused {
 			// Retried only when a limiter holds the refusal: waiting out the
@@ -397,21 +428,28 @@ func (c *Client) accepted(at time.Time, from string, pair pairlimit.Pair) {
 }
 
 // refused applies the hold of refusal e to the limit errcodes says it
-// holds, and returns the hold (zero when no limiter holds that code).
+// holds, for the wait errcodes gives, and returns the hold (zero when no
+// limiter holds that code, or no wait lifts it: 131048).
 func (c *Client) refused(at time.Time, from string, pair pairlimit.Pair, e *errcodes.Error) time.Duration {
-	switch e.Class().Hold {
+	cl := e.Class()
+	switch cl.Hold {
 	case errcodes.HoldPair:
 		if !pair.IsZero() {
 			return c.pairs.Refused(at, pair)
 		}
 	case errcodes.HoldPhoneNumber:
-		hold := c.Number(from).Refused(at, e.Code)
+		var hold time.Duration
+		if cl.Throttling {
+			hold = c.Number(from).Throttled(at, cl.Wait, cl.MaxWait)
+		} else {
+			hold = c.Number(from).Hold(at, cl.Wait, cl.MaxWait)
+		}
 		if hold > 0 {
 			c.numberHolds.Store(from, e.Code)
 		}
 		return hold
 	case errcodes.HoldApp, errcodes.HoldWABA:
-		return c.budget.Refused(at, e.Code)
+		return c.budget.Hold(at, cl.Wait, cl.MaxWait)
 	}
 	return 0
 }

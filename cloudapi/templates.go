@@ -165,6 +165,13 @@ func (r *TemplateRegistry) ApplyCategoryUpdate(wabaID string, u *webhook.Templat
 // Both endpoints share the number's throughput, the pair rule and the tier:
 // routing changes the URL, never the pacing, and the outcome of a send is
 // classified the same way.
+//
+// A registry that is behind Meta (a template recategorised away from
+// MARKETING, a missed webhook) costs one refused request per message:
+// Meta answers 134100 at /marketing_messages, and the Client sends the
+// message again to /messages (see Client.Send). Refill the registry
+// (ListTemplates) when Result.Attempts and the observer show such
+// re-routes.
 func WithTemplateCategories(wabaID string, r TemplateCategories) Option {
 	return func(c *Client) error {
 		if r == nil {
@@ -239,8 +246,9 @@ func (c *Client) endpoint(ctx context.Context, m Message) (string, error) {
 // latest one. prepare decided once already, so that a template nobody can
 // place fails before anything is reserved.
 func (s *sending) route(i int) (endpoint string, body []byte, err error) {
-	endpoint, err = s.c.endpoint(s.ctx, s.msgs[i])
-	if err != nil {
+	if s.misrouted[i] {
+		endpoint = endpointMessages
+	} else if endpoint, err = s.c.endpoint(s.ctx, s.msgs[i]); err != nil {
 		return "", nil, err
 	}
 	if endpoint != s.endpoints[i] {
@@ -348,8 +356,8 @@ func (c *Client) budgetedGet(ctx context.Context, path string, out any) error {
 	var ge *errcodes.Error
 	switch {
 	case errors.As(err, &ge):
-		if h := ge.Class().Hold; h == errcodes.HoldApp || h == errcodes.HoldWABA {
-			c.budget.Refused(c.clock.Now(), ge.Code)
+		if cl := ge.Class(); cl.Hold == errcodes.HoldApp || cl.Hold == errcodes.HoldWABA {
+			c.budget.Hold(c.clock.Now(), cl.Wait, cl.MaxWait)
 		}
 	case err == nil:
 		c.budget.Accepted(c.clock.Now())

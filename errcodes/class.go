@@ -1,6 +1,8 @@
 package errcodes
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -153,12 +155,69 @@ type Class struct {
 	// otherwise means the server may have acted. Only 2494100 (maintenance
 	// mode, which Meta documents with HTTP 503) has it. See [Class.NotSent].
 	RefusedOn5xx bool
-	// Wait is the minimum wait Meta's documentation implies before the
-	// condition can clear, or zero where Meta gives no figure: 24 h for 131049
-	// (retrying sooner extends the block), about a minute for 131057
-	// (maintenance during a throughput upgrade), a few minutes for 2494100
-	// (read as 2 min) and 5 min for 133015.
+	// Wait is how long a refusal with this code holds what it holds: the
+	// minimum wait Meta's documentation implies before the condition can
+	// clear, or, for the limits a sender paces, the first hold a refusal
+	// imposes. Zero means no wait lifts the condition, or Meta gives no
+	// figure and no limiter holds the code (131056's hold is the pair
+	// rule's, see pairlimit). It is the one wait per code that every wapace
+	// limiter applies:
+	//
+	//	130429          1 s, doubling per consecutive refusal event up to 30 s
+	//	131057          10 s, doubling up to 1 min (Meta: the upgrade's
+	//	                maintenance lasts about a minute; polled within it)
+	//	2494100         2 min (Meta: "try again in a few minutes")
+	//	4, 613, 80007,  1 min, doubling up to 1 h
+	//	80008
+	//	131049          24 h (retrying sooner extends the block)
+	//	133015          5 min
+	//	134101          10 min (the template's ad sync)
 	Wait time.Duration
+	// MaxWait is the longest hold consecutive refusals reach when each
+	// doubles the one before (see [Class.HoldAfter]); zero when every
+	// refusal holds for Wait.
+	MaxWait time.Duration
+}
+
+// HoldAfter returns the hold of a refusal with this class that follows n
+// consecutive refusals (n = 0 for the first one since the last success):
+// Wait doubled n times, capped at MaxWait, or Wait itself when MaxWait is
+// zero. It returns zero for a class without a wait.
+func (c Class) HoldAfter(n int) time.Duration {
+	if c.Wait <= 0 {
+		return 0
+	}
+	if c.MaxWait <= c.Wait {
+		return c.Wait
+	}
+	d := c.Wait
+	for i := 0; i < n && d < c.MaxWait; i++ {
+		d *= 2
+	}
+	return min(d, c.MaxWait)
+}
+
+// Code returns the code Meta answers when the limit h holds is exceeded,
+// which a sender's own hold of that limit stands for: 131056 for the
+// pair, 130429 for the phone number, 4 for the app's call budget, 80007
+// for the WABA's, 131064 for the tier, 131049 for the recipient, and 0
+// for HoldNone.
+func (h Hold) Code() Code {
+	switch h {
+	case HoldPair:
+		return PairRateLimit
+	case HoldPhoneNumber:
+		return ThroughputLimit
+	case HoldApp:
+		return AppRateLimit
+	case HoldWABA:
+		return WABARateLimit
+	case HoldTier:
+		return BusinessRateLimit
+	case HoldRecipient:
+		return MarketingLimit
+	}
+	return 0
 }
 
 // NotSent reports whether an answer carrying this class's code with the
@@ -211,6 +270,12 @@ const (
 )
 
 func row(c Code, title string, s Scope, h Hold, flags int, wait time.Duration) Class {
+	return backoffRow(c, title, s, h, flags, wait, 0)
+}
+
+// backoffRow is row for a code whose consecutive refusals double the
+// hold, from wait up to maxWait.
+func backoffRow(c Code, title string, s Scope, h Hold, flags int, wait, maxWait time.Duration) Class {
 	return Class{
 		Code:           c,
 		Title:          title,
@@ -222,10 +287,11 @@ func row(c Code, title string, s Scope, h Hold, flags int, wait time.Duration) C
 		OutcomeUnknown: flags&unknownOutcome != 0,
 		RefusedOn5xx:   flags&refusedOn5xx != 0,
 		Wait:           wait,
+		MaxWait:        maxWait,
 	}
 }
 
-// entries is the classification table, in ascending code order. Titles
+// entries is the classification table. Titles
 // follow Meta's WhatsApp error codes page (developers.facebook.com,
 // documentation/business-messaging/whatsapp/support/error-codes, updated
 // June 2026) and, for 613, the Graph API's error-handling and rate-limiting
@@ -236,19 +302,19 @@ var entries = []Class{
 	row(APIUnknown, "API Unknown", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
 	row(APIService, "API Service", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
 	row(APIMethod, "API Method", ScopeAuth, HoldNone, 0, 0),
-	row(AppRateLimit, "API Too Many Calls", ScopeApp, HoldApp, throttling|retryable, 0),
+	backoffRow(AppRateLimit, "API Too Many Calls", ScopeApp, HoldApp, throttling|retryable, time.Minute, time.Hour),
 	row(PermissionDenied, "Permission Denied", ScopeAuth, HoldNone, 0, 0),
 	row(BusinessNumberDeleted, "Parameter value is not valid", ScopeRequest, HoldNone, 0, 0),
 	row(InvalidParameter, "Invalid parameter", ScopeRequest, HoldNone, 0, 0),
 	row(AccessTokenExpired, "Access token has expired", ScopeAuth, HoldNone, 0, 0),
 	row(APIPermission, "API Permission", ScopeAuth, HoldNone, 0, 0),
 	row(PolicyBlocked, "Temporarily blocked for policies violations", ScopeBusiness, HoldNone, 0, 0),
-	row(GraphRateLimit, "Calls to this api have exceeded the rate limit", ScopeApp, HoldApp, throttling|retryable, 0),
+	backoffRow(GraphRateLimit, "Calls to this api have exceeded the rate limit", ScopeApp, HoldApp, throttling|retryable, time.Minute, time.Hour),
 	row(12455, "Unlisted code 12455 (not on Meta's error codes page)", ScopeUnknown, HoldNone, 0, 0),
-	row(WABARateLimit, "Rate limit issues", ScopeWABA, HoldWABA, throttling|retryable, 0),
-	row(WABAManagementRateLimit, "Too many calls to this WhatsApp Business Account", ScopeWABA, HoldWABA, retryable, 0),
+	backoffRow(WABARateLimit, "Rate limit issues", ScopeWABA, HoldWABA, throttling|retryable, time.Minute, time.Hour),
+	backoffRow(WABAManagementRateLimit, "Too many calls to this WhatsApp Business Account", ScopeWABA, HoldWABA, retryable, time.Minute, time.Hour),
 	row(BlockedByBusiness, "The business blocked this user", ScopeRecipient, HoldNone, 0, 0),
-	row(ThroughputLimit, "Rate limit hit", ScopePhoneNumber, HoldPhoneNumber, throttling|retryable, 0),
+	backoffRow(ThroughputLimit, "Rate limit hit", ScopePhoneNumber, HoldPhoneNumber, throttling|retryable, time.Second, 30*time.Second),
 	row(Experiment, "User's number is part of an experiment", ScopeRecipient, HoldNone, 0, 0),
 	row(CountryRestricted, "Business account is restricted from messaging users in this country", ScopeRecipient, HoldNone, 0, 0),
 	row(SomethingWentWrong, "Something went wrong", ScopeUnknown, HoldNone, retryable|unknownOutcome, 0),
@@ -272,10 +338,10 @@ var entries = []Class{
 	row(MediaDownload, "Media download error", ScopeRequest, HoldNone, 0, 0),
 	row(MediaUpload, "Media upload error", ScopeRequest, HoldNone, 0, 0),
 	row(PairRateLimit, "(Business Account, Consumer Account) pair rate limit hit", ScopePair, HoldPair, throttling|retryable, 0),
-	row(Maintenance, "Account in maintenance mode", ScopePhoneNumber, HoldPhoneNumber, retryable, time.Minute),
+	backoffRow(Maintenance, "Account in maintenance mode", ScopePhoneNumber, HoldPhoneNumber, retryable, 10*time.Second, time.Minute),
 	row(BSUIDNotSupported, "Business-scoped user ID recipients are not supported for this message", ScopeRequest, HoldNone, 0, 0),
 	row(MarketingTemplatesDisabled, "Marketing templates disabled for Cloud API", ScopeWABA, HoldNone, 0, 0),
-	row(MarketingAPINotAllowed, "Not allowed on the Marketing Messages API (non-template, utility or authentication message)", ScopeRequest, HoldNone, 0, 0),
+	row(MarketingAPINotAllowed, "Method not allowed", ScopeRequest, HoldNone, 0, 0),
 	row(BusinessRateLimit, "Messaging limit after template classification violations", ScopeBusiness, HoldTier, throttling|retryable, 0),
 	row(TemplateParamCount, "Template Param Count Mismatch", ScopeRequest, HoldNone, 0, 0),
 	row(TemplateNotFound, "Template does not exist", ScopeRequest, HoldNone, 0, 0),
@@ -297,17 +363,37 @@ var entries = []Class{
 	row(RegisterWait, "Please wait a few minutes before attempting to register this phone number", ScopePhoneNumber, HoldNone, retryable, 5*time.Minute),
 	row(RegisterRateLimit, "Account register deregister rate limit exceeded", ScopePhoneNumber, HoldNone, throttling|retryable, 0),
 	row(PaymentsTermsPending, "WhatsApp Payments terms of service acceptance pending", ScopeBusiness, HoldNone, 0, 0),
-	row(MarketingAPITemplateCategory, "Only marketing templates can be sent with the Marketing Messages API", ScopeRequest, HoldNone, 0, 0),
-	row(MarketingAPITemplateSync, "Template not yet synced with the Marketing Messages API", ScopeTemplate, HoldNone, retryable, 10*time.Minute),
-	row(MarketingAPINotEligible, "Business not eligible for the Marketing Messages API", ScopeWABA, HoldNone, 0, 0),
+	row(MarketingAPITemplateCategory, "Only marketing messages supported", ScopeRequest, HoldNone, 0, 0),
+	row(MarketingAPITemplateSync, "Your template is still syncing", ScopeTemplate, HoldNone, retryable, 10*time.Minute),
+	row(MarketingAPINotEligible, "Template unavailable for use", ScopeWABA, HoldNone, refusedOn5xx, 0),
 	row(GenericUserError, "Generic user error", ScopeRequest, HoldNone, 0, 0),
 	row(PhoneNumberExists, "Phone number already exists in your account", ScopeRequest, HoldNone, 0, 0),
 	row(MigrationCodeNotEligible, "Phone number not eligible for a registration code (migration only)", ScopeRequest, HoldNone, 0, 0),
 	row(MigrationVerifyNotEligible, "Phone number not eligible for code verification (migration only)", ScopeRequest, HoldNone, 0, 0),
 	row(MaintenanceMode, "Maintenance mode: try again in a few minutes", ScopePhoneNumber, HoldPhoneNumber, retryable|refusedOn5xx, 2*time.Minute),
+	row(TemplateInsightsUnavailable, "Template insights unavailable", ScopeWABA, HoldNone, 0, 0),
+	row(TemplateInsightsPermanent, "Cannot disable template insights", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateInsightsNotEnabled, "Template Insights not enabled", ScopeWABA, HoldNone, 0, 0),
+	row(MarketingAPIDuplicateRequest, "Duplicate Request", ScopeBusiness, HoldNone, 0, 0),
+	row(MigrationOwnership, "Please confirm ownership of this phone number", ScopePhoneNumber, HoldNone, 0, 0),
+	row(TemplateLimitExceeded, "Message Template Limit Exceeded", ScopeWABA, HoldNone, 0, 0),
+	row(TemplateCharacterLimit, "Character limit exceeded", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateHeaderFormat, "Message header format is incorrect", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateBodyFormat, "Message body format is incorrect", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateFooterFormat, "Message footer format is incorrect", ScopeRequest, HoldNone, 0, 0),
+	row(MigrationNotPossible, "Cannot migrate phone number", ScopePhoneNumber, HoldNone, 0, 0),
+	row(TemplateParamRatio, "Parameters words ratio exceeds limit", ScopeRequest, HoldNone, 0, 0),
+	row(TemplateParamPosition, "Leading or trailing parameters not allowed", ScopeRequest, HoldNone, 0, 0),
+	row(WABAMigrationMarked, "WhatsApp Business Account already marked for migration to a different solution ID", ScopeWABA, HoldNone, 0, 0),
+	row(WABAInvalidForOBOMobility, "Invalid WhatsApp Business Account for OBO Mobility", ScopeWABA, HoldNone, 0, 0),
+	row(SyncLimitExceeded, "Synchronization Request limit exceeded", ScopePhoneNumber, HoldNone, 0, 0),
+	row(SyncOutsideWindow, "Synchronization Request made outside of allowed time window", ScopePhoneNumber, HoldNone, 0, 0),
 }
 
 var table = func() map[Code]Class {
+	// Rows are grouped as Meta's page groups them; Codes lists them in
+	// ascending order.
+	slices.SortFunc(entries, func(a, b Class) int { return cmp.Compare(a.Code, b.Code) })
 	m := make(map[Code]Class, len(entries))
 	for _, e := range entries {
 		if _, dup := m[e.Code]; dup {

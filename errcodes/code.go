@@ -218,29 +218,112 @@ const (
 // Marketing Messages API support page). None of them proves that anything
 // was sent.
 const (
-	// MarketingAPINotAllowed (131055): the request is not allowed on the
-	// Marketing Messages API: a message that is not a template, or a
-	// utility or authentication template. Send it to /messages.
+	// MarketingAPINotAllowed (131055): "Method not allowed", details "Only
+	// marketing template messages are supported": a message that is not a
+	// template, or a utility or authentication template, was posted to
+	// /marketing_messages. Meta: "Try sending again using a marketing
+	// template message"; a template the Client routed there by category is
+	// re-sent to /messages (see cloudapi).
 	MarketingAPINotAllowed Code = 131055
-	// MarketingAPITemplateCategory (134100): only templates whose category
-	// is MARKETING can be sent with the Marketing Messages API (Graph API
-	// v23.0 and later); this one is utility or authentication. Route it by
-	// its latest category, to /messages.
+	// MarketingAPITemplateCategory (134100): "Only marketing messages
+	// supported", details "You're only able to send marketing messages on
+	// this API" (Graph API v23.0 and later): the template is a utility or
+	// authentication one, so its latest category is not MARKETING. Meta
+	// documents it with 400: nothing was sent, and the message belongs on
+	// /messages, where cloudapi's Client re-sends it.
 	MarketingAPITemplateCategory Code = 134100
-	// MarketingAPITemplateSync (134101): the template was created or
-	// changed too recently and has not finished syncing with the
-	// Marketing Messages API (v23.0 and later); Meta says to wait about 10
-	// minutes.
+	// MarketingAPITemplateSync (134101): "Your template is still syncing":
+	// the template was created too recently (or was dormant for more than 7
+	// days) and its ad synchronisation is not complete (v23.0 and later);
+	// Meta says to wait 10 minutes.
 	MarketingAPITemplateSync Code = 134101
-	// MarketingAPINotEligible (134102): the business cannot send through
-	// the Marketing Messages API (onboarding not complete, or the account
-	// is not eligible). It holds the whole account; a person must finish
-	// onboarding, or the sender uses /messages.
+	// MarketingAPINotEligible (134102): "Template unavailable for use": Meta
+	// could not complete the template's ad synchronisation, or the account
+	// is not eligible for (not onboarded to) the Marketing Messages API.
+	// Meta documents it with HTTP 500, yet it names a refusal: the template
+	// cannot be used, so nothing was sent ([Class.RefusedOn5xx]). Meta's
+	// remedy is to check the account's marketing_messages_lite_api_status
+	// and contact support if it is ONBOARDED; a sender that wants Meta to
+	// deliver through Cloud API instead leaves product_policy at
+	// CLOUD_API_FALLBACK (the default), or sends to /messages.
 	MarketingAPINotEligible Code = 134102
+	// MarketingAPIDuplicateRequest (1752041): "Duplicate Request": the
+	// business customer was already invited to onboard to the Marketing
+	// Messages API by a partner (the onboarding intent API takes one
+	// request per business). Meta: no further action is required; every
+	// eligible account of the business is onboarded. Not a message send.
+	MarketingAPIDuplicateRequest Code = 1752041
+)
+
+// Template management errors (the Message Templates API and template
+// insights), from the error codes page. None concerns a message send.
+const (
+	// TemplateInsightsUnavailable (200005): template insights are not
+	// available yet for this WhatsApp Business Account; they cannot be
+	// enabled at the moment.
+	TemplateInsightsUnavailable Code = 200005
+	// TemplateInsightsPermanent (200006): "Cannot disable template
+	// insights": once enabled they stay enabled.
+	TemplateInsightsPermanent Code = 200006
+	// TemplateInsightsNotEnabled (200007): template insights have not been
+	// enabled for this WhatsApp Business Account; enable them first.
+	TemplateInsightsNotEnabled Code = 200007
+	// TemplateLimitExceeded (2388019): the account already holds the most
+	// message templates it may have.
+	TemplateLimitExceeded Code = 2388019
+	// TemplateCharacterLimit (2388040): a template field is longer than
+	// its limit.
+	TemplateCharacterLimit Code = 2388040
+	// TemplateHeaderFormat (2388047): the template's header is not
+	// formatted as required.
+	TemplateHeaderFormat Code = 2388047
+	// TemplateBodyFormat (2388072): the template's body is not formatted as
+	// required.
+	TemplateBodyFormat Code = 2388072
+	// TemplateFooterFormat (2388073): the template's footer is not
+	// formatted as required.
+	TemplateFooterFormat Code = 2388073
+	// TemplateParamRatio (2388293): too many variables for the template's
+	// length.
+	TemplateParamRatio Code = 2388293
+	// TemplateParamPosition (2388299): a variable at the start or end of
+	// the template.
+	TemplateParamPosition Code = 2388299
+)
+
+// WhatsApp Business Account errors (the deprecated On-Behalf-Of model).
+const (
+	// WABAMigrationMarked (2593079): the account is already marked for
+	// migration to a different solution ID. (Meta's page titles this row
+	// "Template insights unavailable", the title of 200005; the title here
+	// is its description.)
+	WABAMigrationMarked Code = 2593079
+	// WABAInvalidForOBOMobility (2593085): the account is not eligible for
+	// an On-Behalf-Of ownership transfer.
+	WABAInvalidForOBOMobility Code = 2593085
+)
+
+// Synchronization errors: POST /<PHONE_NUMBER_ID>/smb_app_data, which
+// copies a coexistence number's WhatsApp Business app contacts and message
+// history (Meta's "Onboarding business app users"). Neither is retryable:
+// Meta's remedy is to offboard the business customer and onboard it again.
+const (
+	// SyncLimitExceeded (2593107): "Synchronization Request limit
+	// exceeded": contacts and history can each be synchronised once per
+	// onboarding of the number.
+	SyncLimitExceeded Code = 2593107
+	// SyncOutsideWindow (2593108): "Synchronization Request made outside
+	// of allowed time window": synchronisation can be requested only within
+	// 24 hours of onboarding.
+	SyncOutsideWindow Code = 2593108
 )
 
 // Phone number migration errors (management endpoints).
 const (
+	// MigrationOwnership (2388001): the certificate of a number being
+	// migrated can be downloaded only once its ownership is confirmed; the
+	// same code asks for two-step verification to be disabled.
+	MigrationOwnership Code = 2388001
 	// PhoneNumberExists (2388012): the phone number being migrated already
 	// exists in the destination WhatsApp Business Account.
 	PhoneNumberExists Code = 2388012
@@ -250,6 +333,11 @@ const (
 	// MigrationVerifyNotEligible (2388093): as 2388091, for verifying the
 	// code.
 	MigrationVerifyNotEligible Code = 2388093
+	// MigrationNotPossible (2388103): the number cannot be migrated (no
+	// webhooks on the destination account, no approved display name, no
+	// payment account, an account not approved, another business, or
+	// Meta's own error); the details say which.
+	MigrationNotPossible Code = 2388103
 )
 
 // Registration errors (phone number registration and two-step verification).

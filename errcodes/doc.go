@@ -61,12 +61,26 @@
 // updated June 2026); the Throttling flag follows its "Throttling errors"
 // group. 613 comes from the Graph API's error-handling and rate-limiting
 // pages, which list it with the throttling codes. The waits come from Meta's
-// pages on per-user marketing limits (131049), throughput upgrades (131057)
-// and the error codes page (133015: 5 minutes; 2494100: "a few minutes",
-// read as 2). 131055 and 134100 to 134102 come from the Marketing Messages
-// API for WhatsApp's support page (134101: wait about 10 minutes for the
-// template to sync), 2388012, 2388091 and 2388093 from the phone number
-// migration codes. Codes 131014 and 12455, seen in other clients' traffic but on
-// none of Meta's pages, are classified conservatively (not retryable, scope
+// pages on per-user marketing limits (131049), throughput upgrades (131057:
+// about a minute, polled after 10, 20 and 40 s) and the error codes page
+// (133015: 5 minutes; 2494100: "a few minutes", read as 2); where Meta
+// gives no figure for a limit a sender paces (130429, 4, 613, 80007,
+// 80008), the wait is wapace's and doubles per consecutive refusal
+// ([Class.HoldAfter]). The page's "Marketing Messages API for WhatsApp
+// Error codes" table gives 131055 and 134100 to 134102 (134102 at HTTP
+// 500, a refusal all the same) and 1752041 (a duplicate onboarding
+// request); its management sections give the template creation and
+// insights codes (2388019 to 2388299, 200005 to 200007), the migration
+// codes (2388001 to 2388103), the On-Behalf-Of account codes (2593079,
+// 2593085) and the coexistence synchronization codes (2593107, 2593108).
+// The December 2026 re-read took the page's full text from a public mirror
+// of it (the November 2025 edition; Meta's own stored copy showed only the
+// page's opening), and every title and wait above matches it.
+// Codes 131014 and 12455, seen in other clients' traffic but on none of
+// Meta's pages, are classified conservatively (not retryable, scope
 // unknown). Every row is pinned by a test that names its page.
+//
+// Class is the one table from code to action: the Client, the outbox and
+// the MCP tools take scope, hold and wait from it, and the limiters take
+// the hold it gives, never a code.
 package errcodes

@@ -37,9 +37,9 @@ func ExampleLookup() {
 	}
 	// Output:
 	// 131056 known=true scope=pair retryable=true wait=0s
-	// 130429 known=true scope=phone_number retryable=true wait=0s
+	// 130429 known=true scope=phone_number retryable=true wait=1s
 	// 131049 known=true scope=recipient retryable=true wait=24h0m0s
-	// 131057 known=true scope=phone_number retryable=true wait=1m0s
+	// 131057 known=true scope=phone_number retryable=true wait=10s
 	// 424242 known=false scope=unknown retryable=false wait=0s
 }
 
@@ -74,4 +74,19 @@ func ExampleClass_NotSent() {
 	// 2494100 at 503: hold=phone_number notSent=true
 	// 131000 at 400: hold=none notSent=false
 	// 131064 at 400: hold=tier notSent=true
+}
+
+// Consecutive refusals of a paced limit hold it longer: HoldAfter gives the
+// hold after n refusals, which every wapace limiter applies.
+func ExampleClass_HoldAfter() {
+	for _, c := range []errcodes.Code{errcodes.ThroughputLimit, errcodes.Maintenance, errcodes.MaintenanceMode} {
+		cl := errcodes.Lookup(c)
+		fmt.Println(int(c), cl.HoldAfter(0), cl.HoldAfter(1), cl.HoldAfter(2), cl.HoldAfter(10))
+	}
+	fmt.Println("pair hold stands for", int(errcodes.HoldPair.Code()))
+	// Output:
+	// 130429 1s 2s 4s 30s
+	// 131057 10s 20s 40s 1m0s
+	// 2494100 2m0s 2m0s 2m0s 2m0s
+	// pair hold stands for 131056
 }

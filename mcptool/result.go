@@ -204,24 +204,21 @@ func (StatusResult) tweakSchema(s *jsonschema.Schema) {
 }
 
 // metaFailure classifies a code Meta answered for a message that was
-// refused (not sent).
+// refused (not sent), from errcodes' class alone: the service window's
+// code (131047) has its own result; a code that concerns the recipient is
+// not deliverable; a request or template that waiting cannot fix is an
+// invalid message.
 func metaFailure(c errcodes.Code, expires time.Time, key, op string) toolError {
 	cl := errcodes.Lookup(c)
 	state := cloudapi.StateNotSubmitted
-	switch c {
-	case errcodes.ReEngagement:
+	switch {
+	case c == errcodes.ReEngagement:
 		return failure(CodeWindowClosed, c, false, 0, expires, state, key, op,
 			"Not sent: the user has not written in the last 24 hours, so only an approved template can reach them.")
-	case errcodes.Undeliverable, errcodes.RecipientIsSender, errcodes.RecipientNotAllowed,
-		errcodes.MarketingStopped, errcodes.MarketingLimit, errcodes.Experiment,
-		errcodes.BlockedByBusiness, errcodes.CountryRestricted:
+	case cl.Scope == errcodes.ScopeRecipient:
 		return failure(CodeNotDeliverable, c, false, cl.Wait, expires, state, key, op,
 			fmt.Sprintf("Not sent: WhatsApp will not deliver this message to this recipient (Meta error %d: %s).", c, cl.Title))
-	case errcodes.InvalidParameter, errcodes.MissingParameter, errcodes.InvalidParameterValue,
-		errcodes.UnsupportedMessageType, errcodes.MediaUpload, errcodes.BSUIDNotSupported,
-		errcodes.TemplateParamCount, errcodes.TemplateNotFound, errcodes.TemplateTooLong,
-		errcodes.TemplateFormatPolicy, errcodes.TemplateParamFormat, errcodes.TemplatePaused,
-		errcodes.TemplateDisabled, errcodes.TemplateValidation:
+	case (cl.Scope == errcodes.ScopeRequest || cl.Scope == errcodes.ScopeTemplate) && !cl.Retryable && !cl.OutcomeUnknown:
 		return failure(CodeInvalidMessage, c, false, 0, expires, state, key, op,
 			fmt.Sprintf("Not sent: Meta rejected the message as invalid (error %d: %s). Fix it before sending again.", c, cl.Title))
 	}

@@ -236,7 +236,7 @@ func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) clouda
 		if p, err := pairlimit.NewPair(from, m.To()); err == nil {
 			if at, err := t.pairs.ReadyAt(now, p, 1); err == nil {
 				if d := at.Sub(now); d > 0 {
-					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.PairRateLimit, Wait: d}
+					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.HoldPair.Code(), Wait: d}
 				}
 			}
 		}

@@ -485,9 +485,9 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	est := now.Add(max(pairWait, numberWait))
 	if !m.ExpiresAt.IsZero() && est.After(m.ExpiresAt) {
 		if pairWait >= numberWait {
-			return time.Time{}, reject(ErrExpired, "", errcodes.PairRateLimit, pairWait)
+			return time.Time{}, reject(ErrExpired, "", errcodes.HoldPair.Code(), pairWait)
 		}
-		return time.Time{}, reject(ErrExpired, "", errcodes.ThroughputLimit, numberWait)
+		return time.Time{}, reject(ErrExpired, "", errcodes.HoldPhoneNumber.Code(), numberWait)
 	}
 	return est, nil
 }

@@ -45,7 +45,7 @@ func TestKeysExpireWhenDebtIsRepaid(t *testing.T) {
 		})
 	}
 	num := throughput.New(80, throughput.WithStore(st.Throughput(), "106540352242922"))
-	num.Refused(time.Now(), 130429) // a 1 s hold
+	num.Throttled(time.Now(), time.Second, 30*time.Second) // a 1 s hold, as for a 130429
 	ttl, err := rdb.PTTL(t.Context(), prefix+"{106540352242922}:b").Result()
 	if err != nil || ttl <= 0 || ttl > time.Second+time.Second+redisstore.SkewAllowance+time.Second {
 		t.Errorf("bucket PTTL = %v, %v", ttl, err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 )
@@ -24,10 +23,6 @@ const (
 	// phone number.
 	BudgetActiveWABA = 5_000
 )
-
-// budgetHolds is the hold after consecutive 4, 80007 or 80008 answers that
-// came without a regain time: 1 min, doubling up to an hour.
-var budgetHolds = backoff.Exponential{Initial: time.Minute, Factor: 2, Max: time.Hour}
 
 // Budget paces management API calls for one app against one WABA: no more
 // than the hourly budget in any hour (a bucket of a tenth of it, refilled at
@@ -185,23 +180,39 @@ func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
 	return d
 }
 
-// Refused records that Meta answered 4, 613, 80007 or 80008 at t and holds
-// the budget: 1 min, doubling with each consecutive refusal up to an hour.
-// A longer hold from Observe stands. Other codes hold nothing.
+// Refused records that Meta refused a call at t with code and holds the
+// budget for the wait errcodes gives the code, when its Hold is the app's
+// or the WABA's call budget (4, 613, 80007, 80008: 1 min, doubling with
+// each consecutive refusal up to an hour), as [Budget.Hold] does. Other
+// codes hold nothing and return 0.
 //
-// With [WithStore], the holds of Refused and Observe are also kept by the
+// Deprecated: callers that classify Meta's answer call Hold with the wait
+// errcodes gives; Refused is that, for one code.
+func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
+	cl := errcodes.Lookup(code)
+	if cl.Hold != errcodes.HoldApp && cl.Hold != errcodes.HoldWABA {
+		return 0
+	}
+	return b.Hold(t, cl.Wait, cl.MaxWait)
+}
+
+// Hold records that Meta refused a call at t because the call budget is
+// spent and holds the budget: first for the first refusal since the last
+// [Budget.Accepted], each next one twice the one before, up to limit (first
+// every time when limit <= first); errcodes gives the schedule per code. A
+// longer hold from Observe stands. A first of zero or less holds nothing.
+//
+// With [WithStore], the holds of Hold and Observe are also kept by the
 // Budget itself: one the Store fails to record (neither method has an error
 // to report it with) still holds this Budget's calls, though not those of
 // other processes sharing the Store.
-func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
-	switch code {
-	case errcodes.AppRateLimit, errcodes.GraphRateLimit, errcodes.WABARateLimit, errcodes.WABAManagementRateLimit:
-	default:
+func (b *Budget) Hold(t time.Time, first, limit time.Duration) time.Duration {
+	if first <= 0 {
 		return 0
 	}
 	b.init()
 	b.mu.Lock()
-	d := budgetHolds.Delay(b.refusals)
+	d := holdAfter(b.refusals, first, limit)
 	b.refusals++
 	b.mu.Unlock()
 	b.hold(t, d, true)

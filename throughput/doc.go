@@ -40,14 +40,19 @@
 // of the per-second figure, so the sustained rate is 98.75 % of it at 80,
 // 99 % at 1,000, and at least 95 % for any figure of 20 and up.
 //
-// After Meta refuses a send for the whole number, [Limiter.Refused] holds
-// only that number: after 130429 for 1 s, refusals that arrive together
-// (during the hold or within a second after it) being one event, doubling
-// only for events not separated by an acceptance, up to 30 s; the rate
-// stays unless events keep coming (one within 10 s of the previous), when
-// (unless [WithAdaptiveRate](false)) it is cut to 3/4, recovering a tenth
-// of it every 10 s. After 131057 or 2494100 (maintenance) it polls every
-// 10 s, 20 s, 40 s, then every minute.
+// After Meta refuses a send for the whole number, the Limiter holds only
+// that number, for the schedule the caller gives it: errcodes is the one
+// table from a Meta code to a hold and its wait (errcodes.Class Wait,
+// MaxWait), and the Limiter never reads a code. [Limiter.Throttled] takes
+// a throughput refusal (130429: errcodes gives 1 s, doubling up to 30 s):
+// refusals that arrive together (during the hold or within a second after
+// it) are one event, the hold doubles only for events not separated by an
+// acceptance, and the rate stays unless events keep coming (one within 10 s
+// of the previous), when (unless [WithAdaptiveRate](false)) it is cut to
+// 3/4, recovering a tenth of it every 10 s. [Limiter.Hold] takes a
+// condition such as maintenance (131057: polled after 10 s, 20 s, 40 s,
+// then every minute; 2494100: 2 min). [Budget.Hold] does the same for the
+// call budget (4, 613, 80007, 80008: 1 min, doubling up to an hour).
 //
 // # Write-time pacing
 //

@@ -88,7 +88,8 @@ func ExampleBudget_Observe() {
 	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
 	fmt.Println("management calls held for", b.Observe(start, usage))
 	fmt.Println("messages held:", b.RefusedUntil().After(start))
-	b.Refused(start, errcodes.WABARateLimit)
+	cl := errcodes.WABARateLimit.Class() // Meta answered 80007
+	b.Hold(start, cl.Wait, cl.MaxWait)
 	fmt.Println("after 80007, messages held until +", b.RefusedUntil().Sub(start))
 	fmt.Println(len(throughput.SelectUsage(usage, "", throughput.UsageTypeManagement)), "management entries in the header")
 	// Output:
@@ -96,4 +97,26 @@ func ExampleBudget_Observe() {
 	// messages held: false
 	// after 80007, messages held until + 1m0s
 	// 2 management entries in the header
+}
+
+// A number in maintenance (131057, say during a throughput upgrade) is held
+// for the schedule errcodes gives the code: polled after 10, 20 and 40 s,
+// then every minute, until Meta accepts a send again.
+func ExampleLimiter_Hold() {
+	lim := throughput.New(throughput.Default)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	cl := errcodes.Maintenance.Class()
+	for range 4 {
+		hold := lim.Hold(now, cl.Wait, cl.MaxWait)
+		fmt.Println("131057: held", hold)
+		now = now.Add(hold)
+	}
+	lim.Accepted(now)
+	fmt.Println("after an acceptance:", lim.Hold(now, cl.Wait, cl.MaxWait))
+	// Output:
+	// 131057: held 10s
+	// 131057: held 20s
+	// 131057: held 40s
+	// 131057: held 1m0s
+	// after an acceptance: 10s
 }

@@ -18,7 +18,9 @@ func ExampleLimiter() {
 	fmt.Println("burst:", lim.Burst(), "per second:", lim.PerSecond())
 	fmt.Println("800 sends take", last.Sub(start).Round(time.Millisecond))
 
-	hold := lim.Refused(last, errcodes.ThroughputLimit) // Meta answered 130429
+	// Meta answered 130429: hold the number for the wait errcodes gives it.
+	cl := errcodes.ThroughputLimit.Class()
+	hold := lim.Throttled(last, cl.Wait, cl.MaxWait)
 	fmt.Println("after a 130429 the number waits", hold)
 	// Output:
 	// burst: 1 per second: 80

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 )
@@ -38,18 +37,23 @@ var (
 	ErrInvalidCount = errors.New("throughput: count must be at least 1")
 )
 
-// Holds after Meta refuses a send for the whole number.
-var (
-	// throttleHolds is the hold after consecutive 130429 events (refusals
-	// that arrive together are one, see Refused). Meta's window is one
-	// second, so the first hold lets it clear; repeated ones mean capacity
-	// is taken by traffic wapace does not see.
-	throttleHolds = backoff.Exponential{Initial: time.Second, Factor: 2, Max: 30 * time.Second}
-	// maintenanceHolds polls a number in maintenance (131057, 2494100):
-	// Meta says a throughput upgrade makes it unusable for up to about a
-	// minute.
-	maintenanceHolds = backoff.Exponential{Initial: 10 * time.Second, Factor: 2, Max: time.Minute}
-)
+// holdAfter is the hold after n consecutive refusals of a schedule that
+// starts at first and doubles up to ceiling (first itself when ceiling <=
+// first): the schedule errcodes.Class.HoldAfter gives for a code, passed
+// in by the caller (errcodes is the one table of waits).
+func holdAfter(n int, first, ceiling time.Duration) time.Duration {
+	if first <= 0 {
+		return 0
+	}
+	d := first
+	for i := 0; i < n && d < ceiling; i++ {
+		d = time.Duration(sat.Add(int64(d), int64(d)))
+	}
+	if ceiling > first {
+		d = min(d, ceiling)
+	}
+	return d
+}
 
 // throttleTail is how long after the end of a 130429 event's hold another
 // 130429 still belongs to the event.
@@ -431,58 +435,95 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 
 // Refused records that Meta refused a send from this number at t with
-// code, and returns the hold of the whole number from t:
+// code, and returns the hold of the whole number from t. It reads the code
+// in errcodes, the one table of holds and waits: a code whose Hold is
+// [errcodes.HoldPhoneNumber] and that has a wait holds the number, as
+// [Limiter.Throttled] when Meta files it under throttling (130429), as
+// [Limiter.Hold] otherwise (131057, 2494100), with the code's
+// errcodes.Class Wait and MaxWait. Other codes hold nothing and return 0.
 //
-//   - 130429 (throughput): Meta counts a number's messages in one-second
-//     windows and asks the sender to wait "until you are within your
-//     allowed level again". Refusals that arrive during the hold of an
-//     earlier one, or within a second after it, are one event (requests on
-//     the way together, or met at the hold's end): they change nothing and
-//     return what remains of that hold, at least one interval. A new event
-//     holds the number for 1 s, doubling with each event not separated from
-//     the previous one by an [Limiter.Accepted], up to 30 s. The rate stays
-//     as it was, unless the event began within 10 s of the previous one
-//     (refusals keep coming despite pacing: the number's capacity is shared
-//     with traffic the limiter does not see, such as inbound messages):
-//     then, with the adaptive rate on (the default), the rate is cut to 3/4
-//     (not below a tenth of the configured rate), and every 10 s without an
-//     event gives back a tenth of it.
-//   - 131057 and 2494100 (maintenance, such as a throughput upgrade): 10 s,
-//     then 20 s, 40 s, 60 s, ...: the number is polled about once a minute
-//     until it answers.
-//
-// Other codes hold nothing and return 0. Only this number is affected.
-// With a Store whose hold fails, the hold is kept locally only.
+// Deprecated: callers that classify Meta's answer call Throttled or Hold
+// with the wait errcodes gives; Refused is that, for one code.
 func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
+	cl := errcodes.Lookup(code)
+	switch {
+	case cl.Hold != errcodes.HoldPhoneNumber || cl.Wait <= 0:
+		return 0
+	case cl.Throttling:
+		return l.Throttled(t, cl.Wait, cl.MaxWait)
+	default:
+		return l.Hold(t, cl.Wait, cl.MaxWait)
+	}
+}
+
+// Throttled records that Meta refused a send from this number at t because
+// its throughput was exceeded (130429), and returns the hold of the whole
+// number from t. first and limit are the hold's schedule (for 130429,
+// errcodes gives 1 s doubling up to 30 s): Meta counts a number's messages
+// in one-second windows and asks the sender to wait "until you are within
+// your allowed level again". Refusals that arrive during the hold of an
+// earlier one, or within a second after it, are one event (requests on the
+// way together, or met at the hold's end): they change nothing and return
+// what remains of that hold, at least one interval. A new event holds the
+// number for first, doubling with each event not separated from the
+// previous one by an [Limiter.Accepted], up to limit. The rate stays as it
+// was, unless the event began within 10 s of the previous one (refusals
+// keep coming despite pacing: the number's capacity is shared with traffic
+// the limiter does not see, such as inbound messages): then, with the
+// adaptive rate on (the default), the rate is cut to 3/4 (not below a tenth
+// of the configured rate), and every 10 s without an event gives back a
+// tenth of it. Only this number is affected. With a Store whose hold fails,
+// the hold is kept locally only. A first of zero or less holds nothing.
+func (l *Limiter) Throttled(t time.Time, first, limit time.Duration) time.Duration {
+	if first <= 0 {
+		return 0
+	}
 	l.init()
 	tn := t.UnixNano()
 	l.mu.Lock()
-	var hold time.Duration
-	switch code {
-	case errcodes.ThroughputLimit:
-		if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
-			// The same event: the rest of its hold, or one interval when
-			// the refusal comes just after it (the requests that met
-			// the hold's end answered together).
-			rest := max(time.Duration(l.eventEnd-tn), l.interval)
-			l.mu.Unlock()
-			return rest
-		}
-		hold = throttleHolds.Delay(l.throttles)
-		l.throttles++
-		if l.opts.adaptive && l.lastEvent != 0 && tn-l.lastEvent < int64(recoverEvery) {
-			l.factor = max(l.factor*cutFactor, minFactor)
-			l.lastChange = t
-			l.applyLocked(tn)
-		}
-		l.lastEvent, l.eventEnd = tn, sat.Add(tn, int64(hold))
-	case errcodes.Maintenance, errcodes.MaintenanceMode:
-		hold = maintenanceHolds.Delay(l.maintenance)
-		l.maintenance++
-	default:
+	if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
+		// The same event: the rest of its hold, or one interval when the
+		// refusal comes just after it (the requests that met the hold's
+		// end answered together).
+		rest := max(time.Duration(l.eventEnd-tn), l.interval)
 		l.mu.Unlock()
+		return rest
+	}
+	hold := holdAfter(l.throttles, first, limit)
+	l.throttles++
+	if l.opts.adaptive && l.lastEvent != 0 && tn-l.lastEvent < int64(recoverEvery) {
+		l.factor = max(l.factor*cutFactor, minFactor)
+		l.lastChange = t
+		l.applyLocked(tn)
+	}
+	l.lastEvent, l.eventEnd = tn, sat.Add(tn, int64(hold))
+	return l.holdLocked(tn, hold)
+}
+
+// Hold records that Meta refused a send from this number at t with a
+// condition that holds the whole number for a while, such as maintenance
+// (131057 during a throughput upgrade, 2494100), and returns the hold from
+// t: first for the first such refusal since the last [Limiter.Accepted],
+// each next one twice the one before, up to limit (first every time when
+// limit <= first). errcodes gives the schedule per code (131057: 10 s doubling up
+// to a minute, so that an upgrade of about a minute is polled within it;
+// 2494100: 2 min). Only this number is affected. A first of zero or less
+// holds nothing.
+func (l *Limiter) Hold(t time.Time, first, limit time.Duration) time.Duration {
+	if first <= 0 {
 		return 0
 	}
+	l.init()
+	tn := t.UnixNano()
+	l.mu.Lock()
+	hold := holdAfter(l.maintenance, first, limit)
+	l.maintenance++
+	return l.holdLocked(tn, hold)
+}
+
+// holdLocked holds the number for hold from tn, unlocks l.mu and returns
+// hold.
+func (l *Limiter) holdLocked(tn int64, hold time.Duration) time.Duration {
 	until := sat.Add(tn, int64(hold))
 	l.heldUntil = max(l.heldUntil, until)
 	l.mu.Unlock()

@@ -183,7 +183,7 @@ func (s *Server) checkTemplate(endpoint string, msg map[string]json.RawMessage, 
 	case !ok:
 		return http.StatusNotFound, errcodes.TemplateNotFound, "template name (" + tpl.Name + ") does not exist in " + tpl.Language.Code
 	case marketing && t.category != "MARKETING":
-		return http.StatusBadRequest, errcodes.MarketingAPITemplateCategory, "Only templates categorized as MARKETING can be sent with the Marketing Messages API"
+		return http.StatusBadRequest, errcodes.MarketingAPITemplateCategory, "You're only able to send marketing messages on this API."
 	}
 	return 0, 0, ""
 }

@@ -160,3 +160,46 @@ func TestApplyThroughputUpdate(t *testing.T) {
 		t.Errorf("only %d messages admitted after the upgrade", n)
 	}
 }
+
+// TestCapabilityUpdateMetaExamples reads the business_capability_update
+// reference's own payload example (entry time 1739321024, the limit as a
+// bare number) and its per-phone field, whose -1 Meta documents as
+// unlimited: the entry's time reaches the callback and the limit reaches
+// the tier.
+func TestCapabilityUpdateMetaExamples(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value string
+		want        int
+	}{
+		{"reference example", `{"max_daily_conversations_per_business":2000,"max_phone_numbers_per_waba":25}`, 2000},
+		{"TIER_UNLIMITED", `{"max_daily_conversations_per_business":"TIER_UNLIMITED","max_phone_numbers_per_waba":25}`, throughput.Unlimited},
+		{"per-phone -1 only", `{"max_daily_conversation_per_phone":-1,"max_phone_numbers_per_waba":25}`, throughput.Unlimited},
+		{"per-phone 250 only", `{"max_daily_conversation_per_phone":250,"max_phone_numbers_per_business":2}`, 250},
+		{"per-business wins", `{"max_daily_conversation_per_phone":250,"max_daily_conversations_per_business":"TIER_10K"}`, 10000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := `{"entry":[{"id":"524126980791429","time":1739321024,"changes":[{"value":` + tc.value +
+				`,"field":"business_capability_update"}]}],"object":"whatsapp_business_account"}`
+			tier := throughput.NewTier(throughput.Tier100K) // every case changes it
+			var at time.Time
+			h := newHandler(t,
+				webhook.OnCapability(func(_ context.Context, ev webhook.Event, u *webhook.CapabilityUpdate) error {
+					at = ev.Time
+					webhook.ApplyTierUpdate(tier, u)
+					return nil
+				}),
+				webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }))
+			if code := post(t, h, body); code != http.StatusOK {
+				t.Fatalf("status %d", code)
+			}
+			if !at.Equal(time.Unix(1739321024, 0)) {
+				t.Errorf("Event.Time = %v", at)
+			}
+			if tier.Limit() != tc.want {
+				t.Errorf("tier limit %d, want %d", tier.Limit(), tc.want)
+			}
+		})
+	}
+}

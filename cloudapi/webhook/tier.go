@@ -57,10 +57,15 @@ func (u *QualityUpdate) TierLimit() (limit int, ok bool) {
 }
 
 // TierLimit returns the portfolio's messaging limit the update reports, or
-// false when it carries none TierLimit reads. Meta sends -1 for unlimited,
-// as a number or a string: both read as throughput.Unlimited.
+// false when it carries none TierLimit reads: max_daily_conversations_per_business,
+// or, from payloads without it, max_daily_conversation_per_phone (which
+// Meta's reference says is removed in February 2026). Meta sends -1 for
+// unlimited, as a number or a string: both read as throughput.Unlimited.
 func (u *CapabilityUpdate) TierLimit() (limit int, ok bool) {
-	return TierLimit(u.MaxDailyConversationsPerBusiness)
+	if l, ok := TierLimit(u.MaxDailyConversationsPerBusiness); ok || u.MaxDailyConversationPerPhone == 0 {
+		return l, ok
+	}
+	return TierLimit(strconv.FormatInt(u.MaxDailyConversationPerPhone, 10))
 }
 
 // EventThroughputUpgrade is the phone_number_quality_update event Meta sends

@@ -81,7 +81,8 @@ func testMixedRates(t *testing.T, s throughput.Store) {
 	key := "106540352242997"
 	a := throughput.New(throughput.Upgraded, throughput.WithStore(s, key))
 	b := throughput.New(throughput.Upgraded, throughput.WithStore(s, key))
-	b.Refused(t0, errcodes.ThroughputLimit)
+	thr := errcodes.ThroughputLimit.Class() // the hold errcodes gives a 130429
+	b.Throttled(t0, thr.Wait, thr.MaxWait)
 	at := t0.Add(2 * time.Second)
 	var acts []time.Time
 	for i := range 2000 {
@@ -129,8 +130,9 @@ func testLateCut(t *testing.T, s throughput.Store) {
 	reserve(5 * throughput.Upgraded)
 	// Two 130429 events within 10 s cut the rate (one alone holds it);
 	// the second's hold ends before the queue does.
-	lim.Refused(t0, errcodes.ThroughputLimit)
-	lim.Refused(t0.Add(2*time.Second), errcodes.ThroughputLimit)
+	thr := errcodes.ThroughputLimit.Class() // the hold errcodes gives a 130429
+	lim.Throttled(t0, thr.Wait, thr.MaxWait)
+	lim.Throttled(t0.Add(2*time.Second), thr.Wait, thr.MaxWait)
 	reserve(throughput.Upgraded)
 	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
 	j := 0
