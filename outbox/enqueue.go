@@ -560,7 +560,7 @@ func (o *Outbox) countEnqueued(from string) {
 
 // insertSQL inserts n items.
 func insertSQL(n int) string {
-	return `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
+	return `INSERT OR FAIL INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
 		repeatJoin(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`, ", ", n) + ` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`
 }
 

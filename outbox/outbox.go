@@ -280,11 +280,13 @@ func (o *Outbox) isClosed() bool {
 	return o.closed
 }
 
-// q rewrites ? placeholders as $1, $2, ... for Postgres.
+// q rewrites ? placeholders as $1, $2, ... for Postgres, and drops the
+// SQLite-only conflict clause orFail.
 func (o *Outbox) q(query string) string {
 	if !o.d.postgres {
 		return query
 	}
+	query = strings.ReplaceAll(query, orFail, "")
 	var b strings.Builder
 	n := 0
 	for _, r := range query {
