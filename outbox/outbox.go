@@ -44,6 +44,8 @@ type Outbox struct {
 
 	group group // concurrent Enqueue calls share transactions
 
+	stmts stmtCache // SQLite: the statements, prepared once
+
 	liveMu sync.Mutex // protects live
 	live   liveCount
 
@@ -207,6 +209,9 @@ func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Op
 		}
 		return nil, fmt.Errorf("outbox: creating tables: %w", err)
 	}
+	if !d.postgres {
+		o.stmts.prepare(ctx, db, hotSQL(d))
+	}
 	return o, nil
 }
 
@@ -247,6 +252,7 @@ func (o *Outbox) Close() error {
 	}
 	o.closed = true
 	o.mu.Unlock()
+	o.stmts.close()
 	if !o.ownDB {
 		return nil
 	}

@@ -431,10 +431,12 @@ func (o *Outbox) countInserted(ctx context.Context, tx *sql.Tx, sender string, n
 	if o.d.postgres {
 		return nil
 	}
-	_, err := o.exec(ctx, tx, `INSERT INTO outbox_counts (sender, state, n) VALUES (?, 'queued', ?)
-		ON CONFLICT (sender, state) DO UPDATE SET n = outbox_counts.n + excluded.n`, sender, n)
+	_, err := o.exec(ctx, tx, sqlCountInserted, sender, n)
 	return err
 }
+
+var sqlCountInserted = `INSERT INTO outbox_counts (sender, state, n) VALUES (?, 'queued', ?)
+		ON CONFLICT (sender, state) DO UPDATE SET n = outbox_counts.n + excluded.n`
 
 // foldCounts (Postgres) folds the deltas into the counters, if no other
 // worker is doing so.
