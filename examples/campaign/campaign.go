@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,9 @@ type Config struct {
 	// OutboxDir holds the outbox's SQLite file ("": a temporary
 	// directory, removed afterwards).
 	OutboxDir string
+	// MemProfile, if set, is where a heap profile is written as the
+	// campaign ends (before the outbox is closed).
+	MemProfile string
 }
 
 // Workload is the list a sender is given: campaign entries (with
@@ -222,6 +227,11 @@ func RunWapace(w Workload) (Report, error) {
 		}
 	})
 	rep.Wall = time.Since(wall)
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			return rep, err
+		}
+	}
 	if runErr != nil {
 		return rep, runErr
 	}
@@ -421,4 +431,18 @@ func Check(r Report) error {
 		return errors.New("wapace run: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// writeHeapProfile writes the live heap to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
