@@ -209,30 +209,9 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	stored := map[string]Ticket{}
 	prints := map[string]string{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
-	rows, err := o.query(ctx, tx, lookupSQL(len(keys), len(lanes)), append(anys(keys), anys(lanes)...)...)
-	if err != nil {
+	if err := o.lookup(ctx, tx, keys, lanes, stored, prints, depth); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
-	for rows.Next() {
-		var kind int
-		var name, st, lane, body string
-		var n, exp int64
-		if err := rows.Scan(&kind, &name, &st, &n, &exp, &lane, &body); err != nil {
-			rows.Close()
-			return fmt.Errorf("outbox: enqueue: %w", err)
-		}
-		if kind == 1 {
-			depth[name] = int(n)
-			continue
-		}
-		s, _ := parseState(st)
-		stored[name] = Ticket{Key: name, State: s, Existing: true, EnqueuedAt: fromNanos(n), ExpiresAt: fromNanos(exp)}
-		prints[name] = fingerprint(lane, []byte(body))
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("outbox: enqueue: %w", err)
-	}
-	rows.Close()
 	// The live items per number and in all.
 	live, total, err := o.liveDepth(ctx, tx, now)
 	if err != nil {
@@ -346,7 +325,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	for i, k := range lost {
 		lostKeys[i] = k.(string)
 	}
-	rows, err = o.query(ctx, tx, `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey `+o.d.inList("text"), listArg(o.d, lostKeys))
+	rows, err := o.query(ctx, tx, `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey `+o.d.inList("text"), listArg(o.d, lostKeys))
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
@@ -492,6 +471,63 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	return est, nil
 }
 
+// lookup fills stored and prints with the items of keys already stored,
+// and depth with the live items of lanes.
+func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, stored map[string]Ticket, prints map[string]string, depth map[string]int) error {
+	if !o.d.postgres {
+		// SQLite: a prepared statement per key and per lane.
+		for _, k := range keys {
+			var key, st, lane, body string
+			var enq, exp int64
+			err := o.queryRow(ctx, tx, sqlLookupKey, k).Scan(&key, &st, &enq, &exp, &lane, &body)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			s, _ := parseState(st)
+			stored[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+			prints[key] = fingerprint(lane, []byte(body))
+		}
+		for _, l := range lanes {
+			var n int
+			if err := o.queryRow(ctx, tx, sqlLaneDepth, l).Scan(&n); err != nil {
+				return err
+			}
+			depth[l] = n
+		}
+		return nil
+	}
+	rows, err := o.query(ctx, tx, lookupSQL(len(keys), len(lanes)), append(anys(keys), anys(lanes)...)...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind int
+		var name, st, lane, body string
+		var n, exp int64
+		if err := rows.Scan(&kind, &name, &st, &n, &exp, &lane, &body); err != nil {
+			return err
+		}
+		if kind == 1 {
+			depth[name] = int(n)
+			continue
+		}
+		s, _ := parseState(st)
+		stored[name] = Ticket{Key: name, State: s, Existing: true, EnqueuedAt: fromNanos(n), ExpiresAt: fromNanos(exp)}
+		prints[name] = fingerprint(lane, []byte(body))
+	}
+	return rows.Err()
+}
+
+// The statements of lookup with SQLite.
+var (
+	sqlLookupKey = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey = ?`
+	sqlLaneDepth = `SELECT COUNT(*) FROM outbox_items WHERE state IN ('queued', 'sending') AND lane = ?`
+)
+
 // lookupSQL finds which of keys keys are stored, and the live items of
 // lanes lanes. (A list of placeholders: for one key, the commonest call,
 // it parses faster than a JSON list.)
@@ -560,7 +596,7 @@ func (o *Outbox) countEnqueued(from string) {
 
 // insertSQL inserts n items.
 func insertSQL(n int) string {
-	return `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
+	return `INSERT OR FAIL INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
 		repeatJoin(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`, ", ", n) + ` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`
 }
 

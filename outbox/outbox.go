@@ -44,6 +44,8 @@ type Outbox struct {
 
 	group group // concurrent Enqueue calls share transactions
 
+	stmts stmtCache // SQLite: the statements, prepared once
+
 	liveMu sync.Mutex // protects live
 	live   liveCount
 
@@ -207,6 +209,9 @@ func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Op
 		}
 		return nil, fmt.Errorf("outbox: creating tables: %w", err)
 	}
+	if !d.postgres {
+		o.stmts.prepare(ctx, db, hotSQL(d))
+	}
 	return o, nil
 }
 
@@ -247,6 +252,7 @@ func (o *Outbox) Close() error {
 	}
 	o.closed = true
 	o.mu.Unlock()
+	o.stmts.close()
 	if !o.ownDB {
 		return nil
 	}
@@ -280,11 +286,13 @@ func (o *Outbox) isClosed() bool {
 	return o.closed
 }
 
-// q rewrites ? placeholders as $1, $2, ... for Postgres.
+// q rewrites ? placeholders as $1, $2, ... for Postgres, and drops the
+// SQLite-only conflict clause orFail.
 func (o *Outbox) q(query string) string {
 	if !o.d.postgres {
 		return query
 	}
+	query = strings.ReplaceAll(query, orFail, "")
 	var b strings.Builder
 	n := 0
 	for _, r := range query {

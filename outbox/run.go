@@ -598,11 +598,11 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 
 // The sweeps of claim.
 var (
-	sqlSweepDead = `UPDATE outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
+	sqlSweepDead = `UPDATE OR FAIL outbox_items SET state = 'submitted_unknown', state_at = ?, reason = ?
 		WHERE state = 'sending' AND owner <> ? AND lease_until < ? RETURNING ikey`
-	sqlSweepLate = `UPDATE outbox_items SET state = 'expired', state_at = ?, reason = ?
+	sqlSweepLate = `UPDATE OR FAIL outbox_items SET state = 'expired', state_at = ?, reason = ?
 		WHERE state = 'queued' AND expires_at > 0 AND expires_at <= ? RETURNING ikey`
-	sqlSweepResend = `UPDATE outbox_items SET state = 'queued', resends = resends + 1,
+	sqlSweepResend = `UPDATE OR FAIL outbox_items SET state = 'queued', resends = resends + 1,
 		due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 		AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`
 	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ? ORDER BY seq, id`
@@ -650,7 +650,7 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 
 // claimSQL claims the items whose ids are listed.
 func claimSQL(d dialect) string {
-	return `UPDATE outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
+	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
 		attempts = attempts + 1, reason = '' WHERE id ` + d.inList("bigint")
 }
 
@@ -698,15 +698,15 @@ func (r *runner) setState(ctx context.Context, ex execer, now time.Time, key str
 
 // The statements of setState, drop, requeue and check.
 var (
-	sqlSetState = `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, lease_until = 0,
+	sqlSetState = `UPDATE OR FAIL outbox_items SET state = ?, state_at = ?, code = ?, reason = ?, lease_until = 0,
 		wamid = CASE WHEN ? <> '' THEN ? ELSE wamid END WHERE ikey = ? AND state = 'sending' AND owner = ?`
-	sqlLateAccept = `UPDATE outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
+	sqlLateAccept = `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, wamid = ?, reason = ?
 		WHERE ikey = ? AND state = 'submitted_unknown'`
-	sqlDrop = `UPDATE outbox_items SET state = ?, state_at = ?, code = ?, reason = ?
+	sqlDrop = `UPDATE OR FAIL outbox_items SET state = ?, state_at = ?, code = ?, reason = ?
 		WHERE ikey = ? AND state = 'queued'`
-	sqlRequeue = `UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
+	sqlRequeue = `UPDATE OR FAIL outbox_items SET state = 'queued', state_at = ?, due_at = ?, reason = ?,
 		lease_until = 0, attempts = attempts - ? WHERE ikey = ? AND state = 'sending' AND owner = ?`
-	sqlHold = `UPDATE outbox_items SET due_at = ? WHERE id = ?`
+	sqlHold = `UPDATE OR FAIL outbox_items SET due_at = ? WHERE id = ?`
 )
 
 // drop moves a picked (still queued) item to a dead-letter state without
@@ -989,15 +989,15 @@ func (r *runner) record(ctx context.Context, tx *sql.Tx, sendCtx context.Context
 }
 
 // acceptSQL records accepted sends, in one statement for any number:
-// SQLite reads the keys and wamids as a JSON array of pairs, Postgres as
-// two arrays.
+// SQLite reads the keys and wamids as a JSON object (key -> wamid: no
+// function call in the statement, see orFail), Postgres as two arrays.
 func acceptSQL(d dialect) string {
 	if d.postgres {
 		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w
 			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending' RETURNING i.ikey`
 	}
-	return `UPDATE outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value ->> 1
-		FROM json_each(?) AS j WHERE outbox_items.ikey = j.value ->> 0 AND outbox_items.owner = ? AND outbox_items.state = 'sending' RETURNING ikey`
+	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value
+		FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND outbox_items.state = 'sending' RETURNING ikey`
 }
 
 // acceptAll records the accepted sends among fs in one statement, and
@@ -1020,9 +1020,9 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 	if o.d.postgres {
 		args = []any{nanos(now), keys, wamids, r.owner}
 	} else {
-		pairs := make([][2]string, len(keys))
+		pairs := make(map[string]string, len(keys))
 		for i := range keys {
-			pairs[i] = [2]string{keys[i], wamids[i]}
+			pairs[keys[i]] = wamids[i]
 		}
 		b, err := json.Marshal(pairs)
 		if err != nil {

@@ -15,8 +15,9 @@ import (
 // (an outbox without the outbox_schema table). Version 2 adds the
 // counters Snapshot and Enqueue read instead of counting rows, and the
 // burst column of EnqueueBurst. Version 3 adds the trace context an
-// Enqueue stores for WithTracer.
-const SchemaVersion = 3
+// Enqueue stores for WithTracer. Version 4 (SQLite) counts transitions
+// without an upsert (see migrateSQLite3to4).
+const SchemaVersion = 4
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -27,7 +28,25 @@ type migration struct {
 var migrations = []migration{
 	{sqlite: migrateSQLite1to2, postgres: migratePostgres1to2},
 	{sqlite: migrate2to3, postgres: migrate2to3},
+	{sqlite: migrateSQLite3to4, postgres: `SELECT 1`},
 }
+
+// migrateSQLite3to4 rewrites the trigger counting transitions without an
+// upsert: an upsert's DO UPDATE is coded to abort on a violation whatever
+// the statement's conflict clause, so every multi-row change of state
+// (a batch's claim, its acceptances) needed a statement journal (see
+// orFail). The counter of the new state is created if missing, then
+// incremented. Counters stay correct; nothing else changes.
+const migrateSQLite3to4 = `
+DROP TRIGGER IF EXISTS outbox_items_changed;
+CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items WHEN new.state <> old.state BEGIN
+	INSERT INTO outbox_history (item, at, state, reason) VALUES (new.id, new.state_at, new.state, new.reason);
+	UPDATE outbox_counts SET n = n - 1 WHERE sender = old.sender AND state = old.state;
+	INSERT INTO outbox_counts (sender, state, n) SELECT new.sender, new.state, 0
+		WHERE NOT EXISTS (SELECT 1 FROM outbox_counts WHERE sender = new.sender AND state = new.state);
+	UPDATE outbox_counts SET n = n + 1 WHERE sender = new.sender AND state = new.state;
+END;
+`
 
 // migrate2to3 adds the trace context stored with an item (WithTracer).
 const migrate2to3 = `ALTER TABLE outbox_items ADD COLUMN trace TEXT NOT NULL DEFAULT '';`
@@ -412,10 +431,12 @@ func (o *Outbox) countInserted(ctx context.Context, tx *sql.Tx, sender string, n
 	if o.d.postgres {
 		return nil
 	}
-	_, err := o.exec(ctx, tx, `INSERT INTO outbox_counts (sender, state, n) VALUES (?, 'queued', ?)
-		ON CONFLICT (sender, state) DO UPDATE SET n = outbox_counts.n + excluded.n`, sender, n)
+	_, err := o.exec(ctx, tx, sqlCountInserted, sender, n)
 	return err
 }
+
+var sqlCountInserted = `INSERT INTO outbox_counts (sender, state, n) VALUES (?, 'queued', ?)
+		ON CONFLICT (sender, state) DO UPDATE SET n = outbox_counts.n + excluded.n`
 
 // foldCounts (Postgres) folds the deltas into the counters, if no other
 // worker is doing so.

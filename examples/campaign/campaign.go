@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,9 @@ type Config struct {
 	// OutboxDir holds the outbox's SQLite file ("": a temporary
 	// directory, removed afterwards).
 	OutboxDir string
+	// MemProfile, if set, is where a heap profile is written as the
+	// campaign ends (before the outbox is closed).
+	MemProfile string
 }
 
 // Workload is the list a sender is given: campaign entries (with
@@ -113,7 +118,10 @@ func userThinks(r *rand.Rand) time.Duration {
 func RunWapace(w Workload) (Report, error) {
 	cfg := w.cfg
 	pairs := pairlimit.New(pairlimit.Meta)
-	world, err := newWorld(cfg.MPS, nil, cloudapi.WithPairLimiter(pairs))
+	// The outbox remembers every key durably; the client's own memory of
+	// sent keys (100,000 by default, about 1 KiB each) need only cover
+	// the sends in flight and the bots' replies.
+	world, err := newWorld(cfg.MPS, nil, cloudapi.WithPairLimiter(pairs), cloudapi.WithIdempotencyMemory(10_000, 24*time.Hour))
 	if err != nil {
 		return Report{}, err
 	}
@@ -222,6 +230,11 @@ func RunWapace(w Workload) (Report, error) {
 		}
 	})
 	rep.Wall = time.Since(wall)
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			return rep, err
+		}
+	}
 	if runErr != nil {
 		return rep, runErr
 	}
@@ -421,4 +434,18 @@ func Check(r Report) error {
 		return errors.New("wapace run: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// writeHeapProfile writes the live heap to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -32,6 +32,7 @@ func run() int {
 	flag.StringVar(&cfg.OutboxDir, "outbox", "", "directory for the outbox's SQLite file (default: a temporary one)")
 	naive := flag.Bool("naive", true, "also run the naive sender for comparison")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile, taken as the campaign ends, to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
