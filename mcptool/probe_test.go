@@ -60,7 +60,11 @@ func TestKnownWaitSpendsNothing(t *testing.T) {
 	store := &interleaving{Store: pairlimit.NewMemoryStore(clk), armed: true}
 	pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 	pairs := pairlimit.New(pol, pairlimit.WithStore(store), pairlimit.WithClock(clk))
-	tl := &tools{clk: clk, pairs: pairs}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithClock(clk), cloudapi.WithPairLimiter(pairs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tools{clk: clk, client: c}
 	m := cloudapi.Text("+237690000001", "hi")
 	now := clk.Now()
 	if w := tl.knownWait(now, "1001", m); w.Wait != 0 {

@@ -114,8 +114,8 @@ func TestLateStatusCancelsQueuedResend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		meta.Script(cloudapitest.Failure{Status: 502})
 		b, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(2), "b"))
 		runFor(t, o, c, time.Minute)
@@ -208,8 +208,8 @@ func TestRestartRunKeepsPairPace(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 		pairs := pairlimit.New(pol)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithPairPolicy(pol))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c))
 		start := time.Now()
 		if _, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a")); err != nil {
 			t.Fatal(err)
@@ -298,8 +298,8 @@ func TestLaneCheckSpendsNothing(t *testing.T) {
 		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 		store := &interleaving{Store: pairlimit.NewMemoryStore(clock.New()), armed: true}
 		pairs := pairlimit.New(pol, pairlimit.WithStore(store))
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c))
 		start := time.Now()
 		var keys []string
 		for _, body := range []string{"a", "b"} {
