@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // interleaving is a shared pair store (as redisstore is across processes)
@@ -25,10 +26,10 @@ type interleaving struct {
 	armed   bool
 	pending bool
 	pair    pairlimit.Pair
-	other   pairlimit.Ticket
+	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,7 +41,7 @@ func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Tim
 	return tk, ok, err
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // gated holds each request to a recipient whose digits end in a gated
@@ -246,10 +247,10 @@ type interleaving struct {
 	armed   bool
 	pending bool
 	pair    pairlimit.Pair
-	other   pairlimit.Ticket
+	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	s.flush(ctx, t)
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
@@ -272,7 +273,7 @@ func (s *interleaving) flush(ctx context.Context, t time.Time) {
 	}
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.flush(ctx, t)
 	return ok, err

@@ -64,7 +64,7 @@
 //
 // # Stores
 //
-// The decision is a pure function of one pair's small [State], the instant
+// The decision is a pure function of one pair's small [pairstore.State], the instant
 // and the policy's figures. A [Store] keeps the states and applies one rule
 // per call (one Lua script on Redis), so that several limiters, in one
 // process or many, pace the same pairs as one ([WithStore]). The default

@@ -14,6 +14,7 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // Errors a reservation or a wait can fail with, matchable with errors.Is.
@@ -291,7 +292,7 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 			// The result is written before any call (the sweep, a woken
 			// waiter), so that nothing else must live across them.
 			r = Reservation{lim: l, pair: p, ok: true, n: n,
-				tk: Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
+				tk: pairstore.Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
 			if d == 0 {
 				tb.wrote(end) // a Due rises from nothing: the sweep must know
 			}
@@ -320,7 +321,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 		return Reservation{err: err}
 	}
 	var (
-		tk  Ticket
+		tk  pairstore.Ticket
 		ok  bool
 		err error
 	)
@@ -333,7 +334,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 		}
 	}
 	if !ok {
-		return Reservation{err: errTooLate, tk: Ticket{Act: tk.Act}}
+		return Reservation{err: errTooLate, tk: pairstore.Ticket{Act: tk.Act}}
 	}
 	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 }
@@ -429,7 +430,7 @@ type Reservation struct {
 	err  error
 	pair Pair
 	n    int
-	tk   Ticket
+	tk   pairstore.Ticket
 	ok   bool
 }
 
@@ -479,7 +480,7 @@ func (r Reservation) Cancel() {
 }
 
 // CancelAt tells the limiter, at t, that the reserved messages will not be
-// sent, and gives back exactly this reservation's debt ([State.Cancel]):
+// sent, and gives back exactly this reservation's debt ([pairstore.State.Cancel]):
 // when its time had not come by t and no later reservation of the pair is
 // still standing on top of it, the pair owes again what it owed before it
 // (never less than a 131056 hold applied since). When a later reservation

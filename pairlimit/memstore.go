@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // MemoryStore is the in-memory [Store], the default of every [Limiter]:
@@ -25,7 +26,7 @@ import (
 // so millions of pairs cost the garbage collector nothing to scan.
 //
 // Memory is spent only on pairs that still owe or carry a recent 131056
-// ([State.Expired]): when a table fills to 85 %, it is rebuilt without the
+// ([pairstore.State.Expired]): when a table fills to 85 %, it is rebuilt without the
 // expired states, at a size that leaves it 70 % full. A rebuild touches one
 // shard's table only (a thousandth of the pairs), which bounds the pause of
 // the call that triggers it. Between rebuilds, an incremental sweep paced
@@ -344,9 +345,9 @@ func (tb *pairTable) wrote(d int64) {
 // floor returns a lower bound of every Due in the table.
 func (tb *pairTable) floor() int64 { return min(tb.minDue, tb.passWrote) }
 
-func (tb *pairTable) state(s *slot) State {
+func (tb *pairTable) state(s *slot) pairstore.State {
 	due, far := tb.due(s)
-	st := State{Due: due, Top: s.w >> dueBits}
+	st := pairstore.State{Due: due, Top: s.w >> dueBits}
 	if tb.holds != nil {
 		if h, ok := tb.holds[s.key]; ok {
 			st.Hold, st.Fails = h.hold, h.fails
@@ -359,7 +360,7 @@ func (tb *pairTable) state(s *slot) State {
 }
 
 // set stores st in s. Called with the shard's mu held.
-func (tb *pairTable) set(s *slot, st State) {
+func (tb *pairTable) set(s *slot, st pairstore.State) {
 	d, far := tb.encode(st.Due)
 	s.w = (st.Top&topMask)<<dueBits | d
 	tb.wrote(st.Due)
@@ -472,7 +473,7 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		return
 	}
 	old := tb.slots
-	states := make([]State, 0, int(tb.live)) // the survivors, in order
+	states := make([]pairstore.State, 0, int(tb.live)) // the survivors, in order
 	for i := range old {
 		s := &old[i]
 		if s.key == 0 {
@@ -514,7 +515,7 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 // regrow is rebuild for a table with no side entries whose epoch stays:
 // expired slots are dropped and the others move word for word.
 func (m *MemoryStore) regrow(tb *pairTable, now int64, need int) {
-	limit := now - int64(KeepAfterDue)
+	limit := now - int64(pairstore.KeepAfterDue)
 	old := tb.slots
 	live := 0
 	for i := range old {
@@ -608,7 +609,7 @@ func (m *MemoryStore) cross(sh *memShard) {
 			break
 		}
 	}
-	limit := max(sh.now, m.now.Load()) - int64(KeepAfterDue)
+	limit := max(sh.now, m.now.Load()) - int64(pairstore.KeepAfterDue)
 	budget := crossSlots
 	next := m.rot.Load()
 	visits := uint32(0)
@@ -651,17 +652,17 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	if tb == &sh.own && len(sh.tabs) == 0 && sh.low.Load() != floor {
 		sh.low.Store(floor) // it bounds every Due in the shard
 	}
-	if asked-int64(KeepAfterDue) < floor {
+	if asked-int64(pairstore.KeepAfterDue) < floor {
 		return 1 // nothing can have expired
 	}
-	if tb.clk-int64(KeepAfterDue) < floor {
+	if tb.clk-int64(pairstore.KeepAfterDue) < floor {
 		tb.clk = m.clockNow()
-		if tb.clk-int64(KeepAfterDue) < floor {
+		if tb.clk-int64(pairstore.KeepAfterDue) < floor {
 			return 1
 		}
 	}
 	now := min(asked, sh.present(tb.clk))
-	limit := now - int64(KeepAfterDue)
+	limit := now - int64(pairstore.KeepAfterDue)
 	done := 0
 	for ; done < k; done++ {
 		if int(tb.cursor) >= len(tb.slots) {
@@ -736,11 +737,11 @@ func (m *MemoryStore) nextID(sh *memShard) uint64 {
 
 // reserve is Reserve without the interface. It does not allocate, except
 // when a table grows.
-func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	return m.reserveKeys(p.from, p.to, t, cost, maxWait)
 }
 
-func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	h := m.hash(from, to)
 	sh := &m.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
@@ -751,18 +752,18 @@ func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.D
 // Limiter.ReserveN's hot path: a new pair, a Due kept in the side map, a
 // table other than the last used, a maximum wait. Called with sh.mu held;
 // it unlocks it.
-func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	m.saw(sh, t)
 	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
-	old := State{Due: due, Top: s.w >> dueBits}
+	old := pairstore.State{Due: due, Top: s.w >> dueBits}
 	if far {
 		old = tb.state(s)
 	}
 	if old.Next(t) > sat.Add(t, int64(maxWait)) {
 		m.step(sh, tb, t)
 		sh.mu.Unlock()
-		return Ticket{Act: old.Next(t)}, false
+		return pairstore.Ticket{Act: old.Next(t)}, false
 	}
 	st, tk := old.Reserve(t, cost, m.nextID(sh))
 	if d, farNow := tb.encode(st.Due); !far && !farNow {
@@ -789,10 +790,10 @@ func (m *MemoryStore) next(p Pair, t int64) int64 {
 		due = tb.state(s).Due
 	}
 	sh.mu.Unlock()
-	return State{Due: due}.Next(t)
+	return pairstore.State{Due: due}.Next(t)
 }
 
-func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
+func (m *MemoryStore) cancel(p Pair, t int64, tk pairstore.Ticket) bool {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	if t != math.MinInt64 { // MinInt64 is Refund's "whatever the time"
@@ -853,7 +854,7 @@ func (m *MemoryStore) Len() int {
 }
 
 // Reserve implements [Store]; it never fails.
-func (m *MemoryStore) Reserve(_ context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (Ticket, bool, error) {
+func (m *MemoryStore) Reserve(_ context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok := m.reserve(p, t.UnixNano(), cost, maxWait)
 	return tk, ok, nil
 }
@@ -864,7 +865,7 @@ func (m *MemoryStore) Next(_ context.Context, p Pair, t time.Time) (time.Time, e
 }
 
 // Cancel implements [Store]; it never fails.
-func (m *MemoryStore) Cancel(_ context.Context, p Pair, t time.Time, tk Ticket) (bool, error) {
+func (m *MemoryStore) Cancel(_ context.Context, p Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	return m.cancel(p, t.UnixNano(), tk), nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // BenchmarkRebuild times the rebuild of one table holding n live pairs:
@@ -20,7 +22,7 @@ func BenchmarkRebuild(b *testing.B) {
 			for i := range n {
 				p := Pair{from: 1001, to: uint64(2376_0000_0000 + i)}
 				_, s := m.get(sh, p.from, p.to, m.hash(p.from, p.to)<<shardBits, t)
-				tb.set(s, State{Due: t + int64(time.Minute), Top: 1})
+				tb.set(s, pairstore.State{Due: t + int64(time.Minute), Top: 1})
 			}
 			for b.Loop() {
 				m.rebuild(sh, tb, int(tb.live)+1)

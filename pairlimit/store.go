@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // ErrStore is matched (with errors.Is) by the error of every decision a
@@ -28,11 +30,11 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrStore.
 func (e *StoreError) Is(target error) bool { return target == ErrStore }
 
-// Store keeps the per-pair [State] of a [Limiter], so that several limiters,
+// Store keeps the per-pair [pairstore.State] of a [Limiter], so that several limiters,
 // in one process or many, pace the same pairs as one. Each method is one
 // decision, made atomically (one Lua script, one transaction, one lock) on
 // the instant and the policy figures the caller passes: a store keeps state
-// only, and applies exactly the pure [State] method named in each method's
+// only, and applies exactly the pure [pairstore.State] method named in each method's
 // doc. A method that fails must change nothing; its error is wrapped in a
 // [*StoreError] by the limiter.
 //
@@ -43,17 +45,17 @@ type Store interface {
 	// is later than t + maxWait, it changes nothing and returns ok false
 	// (with Ticket.Act set to State.Next(t)). Otherwise it applies
 	// State.Reserve(t, cost, id) with a fresh id (non-zero, see Ticket.ID),
-	// stores the result and returns the ticket (Ticket.Act is when the
+	// stores the result and returns the ticket (pairstore.Ticket.Act is when the
 	// messages may go) and ok true. cost is n x Interval + margin, already
 	// computed. The state must be kept at least until State.Expired holds.
-	Reserve(ctx context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (tk Ticket, ok bool, err error)
+	Reserve(ctx context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (tk pairstore.Ticket, ok bool, err error)
 	// Next returns State.Next(t) for p's State, changing nothing (the
 	// zero State: t).
 	Next(ctx context.Context, p Pair, t time.Time) (time.Time, error)
 	// Cancel applies State.Cancel(tk, t) and stores the result if it
 	// reports true; nothing otherwise (no State: nothing). It reports
 	// whether anything was given back.
-	Cancel(ctx context.Context, p Pair, t time.Time, tk Ticket) (bool, error)
+	Cancel(ctx context.Context, p Pair, t time.Time, tk pairstore.Ticket) (bool, error)
 	// Refuse applies State.Refuse(t, holds), stores the result (keeping it
 	// at least until State.Expired(now, memory) holds) and returns the hold.
 	Refuse(ctx context.Context, p Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error)

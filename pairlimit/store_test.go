@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // wrapped hides a MemoryStore behind the interface, so that the limiter
@@ -19,13 +20,13 @@ type broken struct{}
 
 var errDown = errors.New("connection refused")
 
-func (broken) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairlimit.Ticket, bool, error) {
-	return pairlimit.Ticket{}, false, errDown
+func (broken) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+	return pairstore.Ticket{}, false, errDown
 }
 func (broken) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errDown
 }
-func (broken) Cancel(context.Context, pairlimit.Pair, time.Time, pairlimit.Ticket) (bool, error) {
+func (broken) Cancel(context.Context, pairlimit.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errDown
 }
 func (broken) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {

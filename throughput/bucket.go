@@ -9,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // InfDuration is the delay of a reservation that is not OK.
@@ -53,7 +54,7 @@ type Reservation struct {
 	store Store
 	key   string
 	clock clock.Clock
-	tk    BucketTicket
+	tk    throughputstore.BucketTicket
 	at    int64 // when it was asked
 }
 
@@ -95,7 +96,7 @@ func (r Reservation) Delay() time.Duration {
 	return r.DelayFrom(r.clock.Now())
 }
 
-// CancelAt gives the reservation back at t ([BucketState.Cancel]): when
+// CancelAt gives the reservation back at t ([throughputstore.BucketState.Cancel]): when
 // its time had not come by t and no later reservation stands on it (or
 // those were given back first), the bucket is as if it had not been made.
 // Otherwise its tokens stay spent, which errs on the safe side.

@@ -31,7 +31,7 @@
 // # Model
 //
 // Limiter and Budget are token buckets, kept as a generic cell rate
-// algorithm ([BucketState]: one instant per bucket) and decided in one
+// algorithm ([throughputstore.BucketState]: one instant per bucket) and decided in one
 // critical section per call, so that instants asked in any order and from
 // any number of goroutines never admit more than the rate. Burst and rate
 // are chosen so that no window of the limit's length ever admits more than
@@ -81,7 +81,7 @@
 // one number, app or portfolio hold across processes: each decision is one
 // store call (one Lua script on Redis), on the instant and figures the
 // caller passes, and the rules a store implements are the pure methods of
-// [BucketState] and [TierState]. [MemoryStore] is the reference store. A
+// [throughputstore.BucketState] and [throughputstore.TierState]. [MemoryStore] is the reference store. A
 // decision the store cannot make is not OK, with an error matching
 // [ErrStore]: nothing was reserved, so nothing may be sent.
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // A template that was admitted by the tier but then never sent (the send
@@ -58,14 +59,14 @@ func ExampleWithStore() {
 	// admitted at once: 1
 }
 
-// BucketState is the rule a Store applies to a number's bucket, as pure
+// throughputstore.BucketState is the rule a Store applies to a number's bucket, as pure
 // functions: what a Lua script reimplements. Here a bucket of burst 2 and
 // one token a second.
 func ExampleBucketState() {
-	var s throughput.BucketState // a full bucket
+	var s throughputstore.BucketState // a full bucket
 	t := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	for id := uint64(1); id <= 3; id++ {
-		var tk throughput.BucketTicket
+		var tk throughputstore.BucketTicket
 		s, tk = s.Reserve(t, 1, time.Second, 2, id)
 		fmt.Println("send", id, "at +", time.Duration(tk.Act-t))
 	}

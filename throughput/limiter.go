@@ -12,6 +12,7 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Meta's documented throughput levels, in messages per second per business
@@ -375,7 +376,7 @@ func afterHold(h, t int64, maxWait time.Duration) (int64, time.Duration, bool) {
 // asked from its end.
 func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, held func() int64, t int64, n int, maxWait time.Duration) Reservation {
 	var (
-		tk  BucketTicket
+		tk  throughputstore.BucketTicket
 		ok  bool
 		err error
 	)
@@ -387,7 +388,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	} else {
 		h := held()
 		if t, maxWait, ok = afterHold(h, t, maxWait); !ok {
-			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
+			return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: h}}
 		}
 		b.mu.Lock()
 		interval, burst := b.interval, b.burst
@@ -401,7 +402,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		}
 	}
 	if !ok {
-		return Reservation{err: errTooLate, tk: BucketTicket{Act: tk.Act}}
+		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
 	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t}
 }

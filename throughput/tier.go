@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Messaging tier levels: the unique WhatsApp users a business portfolio may
@@ -102,7 +103,7 @@ func (t *Tier) SetLimit(limit int) {
 // it at most once (a second Release is harmless).
 type Claim struct {
 	tier    *Tier
-	tk      TierTicket
+	tk      throughputstore.TierTicket
 	ok      bool
 	retryAt time.Time
 	err     error
@@ -214,7 +215,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 			t.last.set(key, n)
 			t.push(key, n)
 		}
-		return Claim{tier: t, tk: TierTicket{To: key, At: max(prev, n)}, ok: true}
+		return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: max(prev, n)}, ok: true}
 	}
 	if t.limit == 0 {
 		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(TierWindow)))}
@@ -226,7 +227,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	}
 	t.last.set(key, n)
 	t.push(key, n)
-	return Claim{tier: t, tk: TierTicket{To: key, At: n, New: true}, ok: true}
+	return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: n, New: true}, ok: true}
 }
 
 // Count returns the unique recipients counted in the window ending at now.
