@@ -26,9 +26,6 @@ var (
 	ErrInvalidCount = errors.New("pairlimit: message count must be at least 1")
 	// ErrZeroPair: the pair is the zero Pair; build pairs with NewPair.
 	ErrZeroPair = errors.New("pairlimit: zero pair")
-	// ErrDeadline: the wait would end after the context's deadline. WaitN
-	// returns it at once, without waiting, and reserves nothing.
-	ErrDeadline = errors.New("pairlimit: wait would exceed the context deadline")
 )
 
 // DefaultMargin is the safety margin a Limiter adds after every burst
@@ -87,7 +84,7 @@ func WithBurstCap(n int) Option {
 // another. It is safe for concurrent use by multiple goroutines and starts no
 // goroutine of its own.
 //
-// The state lives in a [Store]: by default a [MemoryStore] of the
+// The state lives in a [Store]: by default a memory store ([NewMemoryStore]) of the
 // limiter's own, which spends memory only on pairs that still owe debt or
 // were refused recently; [WithStore] shares it.
 //
@@ -100,7 +97,7 @@ type Limiter struct {
 	margin   int64
 	burstCap int
 	store    Store        // nil: mem
-	mem      *MemoryStore // the built-in store, called without an interface
+	mem      *memoryStore // the built-in store, called without an interface
 
 	ready atomic.Bool // set once the fields above are
 	once  sync.Mutex  // serialises lazy initialisation of a zero Limiter
@@ -124,11 +121,11 @@ func (l *Limiter) setup(p Policy, opts []Option) {
 	for _, o := range opts {
 		o(l)
 	}
-	if m, ok := l.store.(*MemoryStore); ok {
+	if m, ok := l.store.(*memoryStore); ok {
 		l.store, l.mem = nil, m
 	}
 	if l.store == nil && l.mem == nil {
-		l.mem = NewMemoryStore(l.clock)
+		l.mem = newMemoryStore(l.clock)
 	}
 	l.ready.Store(true)
 }
@@ -180,7 +177,7 @@ func (l *Limiter) cost(n int) time.Duration {
 // Len returns the number of pairs the limiter's own memory store holds
 // state for: those that owe debt or were refused recently, plus any not yet
 // evicted. It is 0 with a store given by WithStore, other than a
-// *MemoryStore.
+// *memoryStore.
 func (l *Limiter) Len() int {
 	l.init()
 	if l.mem == nil {
@@ -349,7 +346,7 @@ func (l *Limiter) Wait(ctx context.Context, p Pair) error { return l.WaitN(ctx, 
 // limiter's clock until they may go, or ctx is done. It fails at once,
 // reserving nothing, when n can never fit (ErrBurstTooLarge,
 // ErrInvalidCount, ErrZeroPair), when the wait would end after ctx's
-// deadline (ErrDeadline) or when the store fails (ErrStore). Cancelled
+// deadline (backoff.ErrDeadline) or when the store fails (ErrStore). Cancelled
 // during the wait, it gives the reservation back (see CancelAt) and returns
 // ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
@@ -366,7 +363,7 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	}
 	r := l.reserve(ctx, now, p, n, maxWait)
 	if r.err == errTooLate {
-		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), ErrDeadline)
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
 	}
 	if r.err != nil {
 		return r.err
@@ -374,7 +371,7 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	delay := r.DelayFrom(now)
 	err := clockwait.Reserved(ctx, l.clock, now, delay, r.CancelAt)
 	if errors.Is(err, clockwait.ErrPastDeadline) {
-		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, delay, ErrDeadline)
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, delay, backoff.ErrDeadline)
 	}
 	return err
 }

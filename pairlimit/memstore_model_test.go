@@ -12,7 +12,7 @@ import (
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
-// memModel is an independent model of what a MemoryStore must answer: per
+// memModel is an independent model of what a memoryStore must answer: per
 // pair the exact debt, hold, 131056 count and the reservation on top, kept
 // for ever, and written from the package doc's rules rather than with
 // State's methods. The store may forget a pair only once the pair's state
@@ -25,7 +25,7 @@ type memModel struct {
 	pairs   map[Pair]*modelPair
 	asked   int64 // the latest instant asked
 	nextRes int   // the model's own reservation IDs
-	store   *MemoryStore
+	store   *memoryStore
 	shards  map[uint64]*modelShard
 }
 
@@ -212,7 +212,7 @@ func checkMemoryStoreModel(t *rapid.T) {
 	}
 	clk := &modelClock{Clock: clock.NewMock(), now: now + skew}
 	seed := rapid.Uint64().Draw(t, "seed") | 1
-	store := &MemoryStore{clock: clk, seed: seed}
+	store := &memoryStore{clock: clk, seed: seed}
 	margin := time.Duration(rapid.SampledFrom([]int64{0, int64(DefaultMargin), 999_999_999}).Draw(t, "margin"))
 	lim := New(Meta, WithClock(clk), WithStore(store), WithMargin(margin))
 	if lim.mem != store {

@@ -15,7 +15,7 @@ import (
 func BenchmarkRebuild(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 40_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			m := NewMemoryStore(nil)
+			m := NewMemoryStore(nil).(*memoryStore)
 			sh := &m.shards[0]
 			t := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 			tb := m.newTable(sh, 1001, t)

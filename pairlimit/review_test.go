@@ -140,14 +140,7 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 	_ = r.DelayFrom(t0)
 	_ = r.TimeToAct()
 	_ = r.Err()
-	var ms pairlimit.MemoryStore
-	ctx := t.Context()
-	_, _, _ = ms.Reserve(ctx, q, t0, time.Second, 0)
-	_, _ = ms.Next(ctx, q, t0)
-	_, _ = ms.Cancel(ctx, q, t0, pairstore.Ticket{})
-	_, _ = ms.Refuse(ctx, q, t0, nil, 0)
-	_ = ms.Accept(ctx, q, t0)
-	_ = ms.Len()
+	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
 	var se pairlimit.StoreError
 	_ = se.Unwrap()
 	var ne pairlimit.NumberError

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )
@@ -129,7 +130,7 @@ func TestWaitPastDeadlineReservesNothing(t *testing.T) {
 		lim.ReserveN(now, p, 1)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		if err := lim.Wait(ctx, p); !errors.Is(err, pairlimit.ErrDeadline) {
+		if err := lim.Wait(ctx, p); !errors.Is(err, backoff.ErrDeadline) {
 			t.Fatalf("Wait = %v", err)
 		}
 		if at, _ := lim.ReadyAt(now, p, 1); at.Sub(now) != 6*time.Second {

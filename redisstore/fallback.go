@@ -37,7 +37,7 @@ func WithLocalFallback(c clock.Clock) Option {
 			c = clock.New()
 		}
 		s.local = pairlimit.NewMemoryStore(c)
-		s.localTP = throughput.NewMemoryStore(throughput.WithClock(c))
+		s.localTP = throughput.NewMemoryStore(c)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
@@ -30,7 +31,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 	r := reserveN(now, n, maxWait)
 	switch {
 	case r.err == errTooLate:
-		return fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), ErrDeadline)
+		return fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
 	case errors.Is(r.err, ErrBurstTooLarge):
 		return fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
 	case r.err != nil:
@@ -39,7 +40,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 	delay := r.DelayFrom(now)
 	err := clockwait.Reserved(ctx, c, now, delay, r.CancelAt)
 	if errors.Is(err, clockwait.ErrPastDeadline) {
-		return fmt.Errorf("throughput: must wait %v: %w", delay, ErrDeadline)
+		return fmt.Errorf("throughput: must wait %v: %w", delay, backoff.ErrDeadline)
 	}
 	return err
 }
@@ -66,7 +67,7 @@ func (r Reservation) OK() bool { return r.ok }
 // (nothing was reserved: do not send). It is nil for the zero Reservation.
 func (r Reservation) Err() error {
 	if r.err == errTooLate {
-		return ErrDeadline
+		return backoff.ErrDeadline
 	}
 	return r.err
 }

@@ -136,7 +136,7 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be
-// made, failing at once, reserving nothing, with ErrDeadline if that is
+// made, failing at once, reserving nothing, with backoff.ErrDeadline if that is
 // after ctx's deadline.
 func (b *Budget) WaitN(ctx context.Context, n int) error {
 	b.init()

@@ -81,7 +81,7 @@
 // one number, app or portfolio hold across processes: each decision is one
 // store call (one Lua script on Redis), on the instant and figures the
 // caller passes, and the rules a store implements are the pure methods of
-// [throughputstore.BucketState] and [throughputstore.TierState]. [MemoryStore] is the reference store. A
+// [throughputstore.BucketState] and [throughputstore.TierState]. [NewMemoryStore] makes the reference store. A
 // decision the store cannot make is not OK, with an error matching
 // [ErrStore]: nothing was reserved, so nothing may be sent.
 //
@@ -101,11 +101,19 @@
 //
 // # Errors
 //
-// WaitN fails at once, reserving nothing, with [ErrBurstTooLarge],
-// [ErrInvalidCount], a [*StoreError] (matching [ErrStore]), or with
-// [ErrDeadline] when the wait cannot end before the context's deadline:
+// One error model: sentinels matched with errors.Is, one typed error
+// matched with errors.As for its data. Whatever fails reserved nothing.
 //
-//	if err := lim.Wait(ctx); errors.Is(err, throughput.ErrDeadline) { ... }
+//	error                        returned by                        means
+//	ErrInvalidCount              ReserveN, WaitN, AllowN            n below 1
+//	ErrBurstTooLarge             ReserveN, WaitN                    n above the burst: never admitted together
+//	backoff.ErrDeadline          WaitN, Budget.WaitN                the wait would end after ctx's deadline
+//	ErrStore (a *StoreError)     every decision, Claim.Err          the Store failed: do not send
+//	ErrBadUsage                  ParseUsage                         a malformed usage header
+//	ctx.Err()                    WaitN                              cancelled while waiting; given back
 //
-// [ParseUsage] errors match [ErrBadUsage].
+// [backoff.ErrDeadline] is the module's one "cannot fit before your
+// deadline" error (pairlimit and backoff return it too):
+//
+//	if err := lim.Wait(ctx); errors.Is(err, backoff.ErrDeadline) { ... }
 package throughput

@@ -32,9 +32,6 @@ var (
 	// ErrBurstTooLarge: n is above the limiter's burst, so the messages can
 	// never be admitted together.
 	ErrBurstTooLarge = errors.New("throughput: n exceeds the limiter's burst")
-	// ErrDeadline: the wait would end after the context's deadline; nothing
-	// was reserved.
-	ErrDeadline = errors.New("throughput: wait would exceed the context deadline")
 	// ErrInvalidCount: n is below 1.
 	ErrInvalidCount = errors.New("throughput: count must be at least 1")
 )
@@ -418,7 +415,7 @@ func (l *Limiter) Reserve() Reservation {
 
 // WaitN reserves n sends and blocks on the limiter's clock until they may
 // go, or ctx is done. It fails at once, reserving nothing, with
-// ErrBurstTooLarge or ErrInvalidCount, with ErrDeadline when the wait would
+// ErrBurstTooLarge or ErrInvalidCount, with backoff.ErrDeadline when the wait would
 // end after ctx's deadline, or with a *StoreError; cancelled during the wait
 // it gives the reservation back and returns ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {

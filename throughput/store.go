@@ -169,15 +169,13 @@ func (b *memBucket) hold() int64 {
 	return b.s.Hold
 }
 
-// MemoryStore is an in-memory [Store]: what a Limiter, Budget or Tier does
-// without one, shared by key. Use it to share limits between Limiters in
-// one process, and as the reference for other stores. It is safe for
-// concurrent use; the zero MemoryStore is ready to use, on the real clock.
+// memoryStore is the in-memory [Store] of NewMemoryStore. The zero
+// memoryStore is ready to use, on the real clock.
 //
 // A tier's counts are dropped only once expired at the present: the earlier
 // of the latest instant asked and the store's clock, so that a claim at a
 // future instant never drops a count still live for callers at the present.
-type MemoryStore struct {
+type memoryStore struct {
 	clock   clock.Clock
 	mu      sync.Mutex // protects the fields below
 	buckets map[string]*memBucket
@@ -185,13 +183,14 @@ type MemoryStore struct {
 	asked   int64 // the latest instant a tier was asked at
 }
 
-// NewMemoryStore returns an empty MemoryStore. Only [WithClock] applies: the
-// clock the store judges the present by (the real one by default).
-func NewMemoryStore(opts ...Option) *MemoryStore {
-	return &MemoryStore{clock: buildOptions(opts).clock}
-}
+// NewMemoryStore returns an empty in-memory [Store]: what a Limiter, Budget
+// or Tier does without one, shared by key. Use it to share limits between
+// Limiters in one process, and as the reference for other stores. c is the
+// clock the store judges the present by (the real one if nil). It is safe
+// for concurrent use.
+func NewMemoryStore(c clock.Clock) Store { return &memoryStore{clock: c} }
 
-func (m *MemoryStore) bucket(key string) *memBucket {
+func (m *memoryStore) bucket(key string) *memBucket {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.buckets == nil {
@@ -206,25 +205,25 @@ func (m *MemoryStore) bucket(key string) *memBucket {
 }
 
 // Reserve implements [Store]; it never fails.
-func (m *MemoryStore) Reserve(_ context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
+func (m *memoryStore) Reserve(_ context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	tk, ok := m.bucket(key).reserve(t.UnixNano(), n, interval, burst, maxWait)
 	return tk, ok, nil
 }
 
 // Cancel implements [Store]; it never fails.
-func (m *MemoryStore) Cancel(_ context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
+func (m *memoryStore) Cancel(_ context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
 	return m.bucket(key).cancel(t.UnixNano(), tk), nil
 }
 
 // Hold implements [Store]; it never fails.
-func (m *MemoryStore) Hold(_ context.Context, key string, until time.Time) (time.Time, error) {
+func (m *memoryStore) Hold(_ context.Context, key string, until time.Time) (time.Time, error) {
 	return time.Unix(0, m.bucket(key).extend(until.UnixNano())), nil
 }
 
 // tier returns the throughputstore.TierState of key, dropping counts expired at the
 // present: the earlier of the latest instant asked (t or before) and the
 // clock. Called with m.mu held.
-func (m *MemoryStore) tier(key string, t int64, window time.Duration) throughputstore.TierState {
+func (m *memoryStore) tier(key string, t int64, window time.Duration) throughputstore.TierState {
 	m.asked = max(m.asked, t)
 	var now int64
 	if m.clock == nil {
@@ -250,10 +249,11 @@ func (m *MemoryStore) tier(key string, t int64, window time.Duration) throughput
 }
 
 // Claim implements [Store]; it never fails. It costs O(recipients counted).
-func (m *MemoryStore) Claim(_ context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughputstore.TierTicket, bool, time.Time, error) {
+func (m *memoryStore) Claim(_ context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughputstore.TierTicket, bool, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tk, ok, retryAt := m.tier(key, t.UnixNano(), window).Claim(to, t.UnixNano(), limit, window)
+	st := m.tier(key, t.UnixNano(), window)
+	tk, ok, retryAt := st.Claim(to, t.UnixNano(), limit, window)
 	if ok {
 		return tk, true, time.Time{}, nil
 	}
@@ -261,7 +261,7 @@ func (m *MemoryStore) Claim(_ context.Context, key string, to uint64, t time.Tim
 }
 
 // Release implements [Store]; it never fails.
-func (m *MemoryStore) Release(_ context.Context, key string, tk throughputstore.TierTicket) (bool, error) {
+func (m *memoryStore) Release(_ context.Context, key string, tk throughputstore.TierTicket) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.tiers[key]
@@ -269,7 +269,7 @@ func (m *MemoryStore) Release(_ context.Context, key string, tk throughputstore.
 }
 
 // Count implements [Store]; it never fails.
-func (m *MemoryStore) Count(_ context.Context, key string, t time.Time, window time.Duration) (int, error) {
+func (m *memoryStore) Count(_ context.Context, key string, t time.Time, window time.Duration) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.tier(key, t.UnixNano(), window).Count(t.UnixNano(), window), nil

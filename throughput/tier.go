@@ -179,12 +179,11 @@ func (t *Tier) Claim(now time.Time, recipient string) Claim {
 	if err != nil {
 		return Claim{err: fmt.Errorf("throughput: %w", err)}
 	}
-	return t.ClaimParsed(now, to)
+	return t.claim(now, to)
 }
 
-// ClaimParsed is Claim for a recipient already parsed with this module's
-// internal/phone ParseTo; it is for this module's packages.
-func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
+// claim is Claim for a parsed recipient.
+func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 	if to.IsZero() {
 		return Claim{err: errors.New("throughput: zero recipient")}
 	}

@@ -120,7 +120,8 @@ func (s BucketState) Expired(now int64) bool {
 
 // TierState is a portfolio's counted recipients as a Store keeps it: each
 // recipient key with the instant of its latest admitted send. A recipient
-// counts while that instant is later than t - window.
+// counts while that instant is later than t - window. The zero TierState
+// counts nobody and is ready to use.
 type TierState struct {
 	Last map[uint64]int64
 }
@@ -152,7 +153,11 @@ func (s TierState) Count(t int64, window time.Duration) int {
 // true). Otherwise it is refused with retryAt = the oldest counted instant
 // + window, which is after t; with a limit of 0 or less, nothing new is
 // ever admitted and retryAt is t + window. A refusal changes nothing.
-func (s TierState) Claim(to uint64, t int64, limit int, window time.Duration) (tk TierTicket, ok bool, retryAt int64) {
+// Claim makes Last when it is nil.
+func (s *TierState) Claim(to uint64, t int64, limit int, window time.Duration) (tk TierTicket, ok bool, retryAt int64) {
+	if s.Last == nil {
+		s.Last = make(map[uint64]int64)
+	}
 	from := t - int64(window)
 	if at, counted := s.Last[to]; counted && at > from {
 		s.Last[to] = max(at, t)

@@ -131,7 +131,8 @@ func (s *mapStore) Claim(_ context.Context, key string, to uint64, t time.Time, 
 		return tk, true, time.Time{}, nil
 	}
 	defer s.lock(false)()
-	tk, ok, retry := s.tier(key).Claim(to, t.UnixNano(), limit, window)
+	st := s.tier(key)
+	tk, ok, retry := st.Claim(to, t.UnixNano(), limit, window)
 	if !ok {
 		return tk, false, time.Unix(0, retry), nil
 	}
