@@ -93,16 +93,16 @@
 //
 // # Errors
 //
-// One error model: sentinels matched with errors.Is, two typed errors
-// matched with errors.As for their data. Whatever fails reserved nothing.
+// One error model: sentinels matched with errors.Is, and one typed error
+// matched with errors.As for its data. Whatever fails reserved nothing.
 //
 //	error                        returned by                 means
 //	ErrInvalidNumber             NewPair (a *NumberError)    not a phone number or a BSUID
 //	ErrZeroPair                  every decision              the zero Pair: build pairs with NewPair
 //	ErrInvalidCount              ReserveN, WaitN, ReadyAt    n below 1
-//	ErrBurstTooLarge             ReserveN, WaitN             n above the burst cap: never sendable together
+//	ErrBurstTooLarge             ReserveN, WaitN, ReadyAt    n above the burst cap: never sendable together
 //	backoff.ErrDeadline          WaitN                       the wait would end after ctx's deadline
-//	ErrStore (a *StoreError)     every decision              the Store failed: do not send
+//	ErrStore                     every decision              the Store failed (unwraps to its error): do not send
 //	ctx.Err()                    WaitN                       cancelled while waiting; given back
 //
 // A [*NumberError]'s message never repeats the number. Every BSUID of

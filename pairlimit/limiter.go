@@ -191,7 +191,7 @@ func (l *Limiter) Len() int {
 // reads and changes nothing, so several callers may ask, and only a
 // reservation claims the slot. The error is ErrBurstTooLarge,
 // ErrInvalidCount or ErrZeroPair for an n or a pair no reservation can
-// hold, or a *StoreError.
+// hold, or an error matching ErrStore.
 func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
 	if err := l.check(p, n); err != nil {
 		return time.Time{}, err
@@ -201,7 +201,7 @@ func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
 	}
 	at, err := l.store.Next(context.Background(), p, t)
 	if err != nil {
-		return time.Time{}, &StoreError{Op: "next", Err: err}
+		return time.Time{}, &storeError{Op: "next", Err: err}
 	}
 	return at, nil
 }
@@ -327,7 +327,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 	} else {
 		tk, ok, err = l.store.Reserve(ctx, p, t, l.cost(n), maxWait)
 		if err != nil {
-			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+			return Reservation{err: &storeError{Op: "reserve", Err: err}}
 		}
 	}
 	if !ok {
@@ -387,7 +387,7 @@ func (l *Limiter) Refused(t time.Time, p Pair) time.Duration {
 	return d
 }
 
-// RefusedErr is Refused that also returns a *StoreError when the store
+// RefusedErr is Refused that also returns an error matching ErrStore when the store
 // could not record the hold.
 func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
 	l.init()
@@ -399,7 +399,7 @@ func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
 	}
 	d, err := l.store.Refuse(context.Background(), p, t, metaHolds, failMemory)
 	if err != nil {
-		return 0, &StoreError{Op: "refuse", Err: err}
+		return 0, &storeError{Op: "refuse", Err: err}
 	}
 	return d, nil
 }
@@ -436,7 +436,7 @@ type Reservation struct {
 func (r Reservation) OK() bool { return r.ok }
 
 // Err returns nil for an OK reservation and otherwise the reason it is not:
-// ErrBurstTooLarge, ErrInvalidCount, ErrZeroPair, or a *StoreError matching
+// ErrBurstTooLarge, ErrInvalidCount, ErrZeroPair, or an error matching ErrStore matching
 // ErrStore (nothing was reserved: do not send).
 func (r Reservation) Err() error { return r.err }
 

@@ -141,8 +141,6 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 	_ = r.TimeToAct()
 	_ = r.Err()
 	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
-	var se pairlimit.StoreError
-	_ = se.Unwrap()
 	var ne pairlimit.NumberError
 	_ = ne.Error()
 	_ = pairlimit.Replay(pairlimit.Policy{}, nil)

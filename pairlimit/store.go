@@ -10,25 +10,27 @@ import (
 
 // ErrStore is matched (with errors.Is) by the error of every decision a
 // [Store] could not make: a Reservation that is not OK because of it means
-// nothing was reserved, and its messages must not be sent.
+// nothing was reserved, and its messages must not be sent. The error also
+// unwraps to the store's own error and names the decision that failed
+// ("pairlimit: store reserve: ...").
 var ErrStore = errors.New("pairlimit: store unavailable")
 
-// StoreError wraps the error a Store returned. It matches ErrStore and
+// storeError wraps the error a Store returned. It matches ErrStore and
 // unwraps to the store's own error.
-type StoreError struct {
+type storeError struct {
 	// Op is the decision: "reserve", "next", "cancel", "refuse" or "accept".
 	Op  string
 	Err error
 }
 
 // Error returns "pairlimit: store <op>: <err>".
-func (e *StoreError) Error() string { return "pairlimit: store " + e.Op + ": " + e.Err.Error() }
+func (e *storeError) Error() string { return "pairlimit: store " + e.Op + ": " + e.Err.Error() }
 
 // Unwrap returns the store's error.
-func (e *StoreError) Unwrap() error { return e.Err }
+func (e *storeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrStore.
-func (e *StoreError) Is(target error) bool { return target == ErrStore }
+func (e *storeError) Is(target error) bool { return target == ErrStore }
 
 // Store keeps the per-pair [pairstore.State] of a [Limiter], so that several limiters,
 // in one process or many, pace the same pairs as one. Each method is one
@@ -36,7 +38,7 @@ func (e *StoreError) Is(target error) bool { return target == ErrStore }
 // the instant and the policy figures the caller passes: a store keeps state
 // only, and applies exactly the pure [pairstore.State] method named in each method's
 // doc. A method that fails must change nothing; its error is wrapped in a
-// [*StoreError] by the limiter.
+// error by the limiter.
 //
 // The default store, used when no [WithStore] option is given, is an
 // in-memory sharded table. Implementations must be safe for concurrent use.

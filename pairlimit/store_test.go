@@ -55,10 +55,8 @@ func TestStoreErrorsAreTyped(t *testing.T) {
 	if err := lim.Wait(t.Context(), p); !errors.Is(err, pairlimit.ErrStore) {
 		t.Errorf("Wait: %v", err)
 	}
-	var se *pairlimit.StoreError
-	if !errors.As(r.Err(), &se) || se.Op != "reserve" {
-		t.Errorf("not a *StoreError: %v", r.Err())
-	}
+	// That the error names the decision: TestStoreErrorNamesTheDecision
+	// (internal, the type being unexported).
 }
 
 // Two limiters sharing one store pace a pair as one, through the interface

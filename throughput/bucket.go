@@ -63,7 +63,7 @@ type Reservation struct {
 func (r Reservation) OK() bool { return r.ok }
 
 // Err returns nil for an OK reservation and otherwise why it is not:
-// ErrBurstTooLarge, ErrInvalidCount, or a *StoreError matching ErrStore
+// ErrBurstTooLarge, ErrInvalidCount, or a error matching ErrStore
 // (nothing was reserved: do not send). It is nil for the zero Reservation.
 func (r Reservation) Err() error {
 	if r.err == errTooLate {

@@ -10,6 +10,7 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // API call budgets per hour per app per WhatsApp Business Account, as Meta
@@ -157,19 +158,19 @@ func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
 }
 
 // Observe applies what one response's X-Business-Use-Case-Usage header said
-// at t (see [ParseUsage]), counting only the entries of type
-// [UsageTypeManagement] and, with [WithBusinessID], of the Budget's own
-// business object ([SelectUsage]): entries of other types (Meta also reports
+// at t (see [usage.Parse]), counting only the entries of type
+// [usage.TypeManagement] and, with [WithBusinessID], of the Budget's own
+// business object ([usage.Select]): entries of other types (Meta also reports
 // "whatsapp" ones) or of other WABAs never hold it. When such an entry gives
 // a time to regain access, the budget is held until then; when one is at
 // 100 % with no such time, for a minute. It returns the hold applied (zero
 // if none). The hold concerns management calls, not message sends (see
 // [Budget.RefusedUntil]).
-func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
+func (b *Budget) Observe(t time.Time, entries []usage.Usage) time.Duration {
 	b.init()
 	var d time.Duration
-	for _, u := range usage {
-		if u.Type != UsageTypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
+	for _, u := range entries {
+		if u.Type != usage.TypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
 			continue
 		}
 		switch {

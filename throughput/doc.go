@@ -19,7 +19,7 @@
 //     templates; not /messages), errors 4, 613, 80007 and 80008: 200 calls
 //     an hour by default, 5,000 for a WABA with a registered number, with
 //     Meta's own view of the usage in the X-Business-Use-Case-Usage header
-//     ([ParseUsage]; only entries of type [UsageTypeManagement], and of the
+//     ([usage.Parse]; only entries of type [usage.TypeManagement], and of the
 //     Budget's WABA with [WithBusinessID], count). Only a refusal
 //     ([Budget.RefusedUntil]) holds message sends.
 //
@@ -101,15 +101,15 @@
 //
 // # Errors
 //
-// One error model: sentinels matched with errors.Is, one typed error
-// matched with errors.As for its data. Whatever fails reserved nothing.
+// One error model: sentinels matched with errors.Is, no typed error.
+// Whatever fails reserved nothing.
 //
 //	error                        returned by                        means
-//	ErrInvalidCount              ReserveN, WaitN, AllowN            n below 1
+//	ErrInvalidCount              ReserveN, WaitN                    n below 1
 //	ErrBurstTooLarge             ReserveN, WaitN                    n above the burst: never admitted together
 //	backoff.ErrDeadline          WaitN, Budget.WaitN                the wait would end after ctx's deadline
-//	ErrStore (a *StoreError)     every decision, Claim.Err          the Store failed: do not send
-//	ErrBadUsage                  ParseUsage                         a malformed usage header
+//	ErrStore                     every decision, Claim.Err          the Store failed (unwraps to its error): do not send
+//	usage.ErrMalformed           usage.Parse                        a malformed usage header
 //	ctx.Err()                    WaitN                              cancelled while waiting; given back
 //
 // [backoff.ErrDeadline] is the module's one "cannot fit before your

@@ -7,6 +7,7 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // A template that was admitted by the tier but then never sent (the send
@@ -83,15 +84,15 @@ func ExampleBudget_Observe() {
 	header := `{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":12},` +
 		`{"type":"whatsapp","call_count":100,"estimated_time_to_regain_access":60}],` +
 		`"998877665544332":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":30}]}`
-	usage, _ := throughput.ParseUsage(header)
+	entries, _ := usage.Parse(header)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
-	fmt.Println("management calls held for", b.Observe(start, usage))
+	fmt.Println("management calls held for", b.Observe(start, entries))
 	fmt.Println("messages held:", b.RefusedUntil().After(start))
 	b.Refused(start, errcodes.WABARateLimit)
 	fmt.Println("after 80007, messages held until +", b.RefusedUntil().Sub(start))
-	fmt.Println(len(throughput.SelectUsage(usage, "", throughput.UsageTypeManagement)), "management entries in the header")
+	fmt.Println(len(usage.Select(entries, "", usage.TypeManagement)), "management entries in the header")
 	// Output:
 	// management calls held for 12m0s
 	// messages held: false

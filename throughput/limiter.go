@@ -395,7 +395,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		}
 		tk, ok, err = o.store.Reserve(ctx, o.key, time.Unix(0, t), n, interval, burst, maxWait)
 		if err != nil {
-			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+			return Reservation{err: &storeError{Op: "reserve", Err: err}}
 		}
 	}
 	if !ok {
@@ -416,7 +416,7 @@ func (l *Limiter) Reserve() Reservation {
 // WaitN reserves n sends and blocks on the limiter's clock until they may
 // go, or ctx is done. It fails at once, reserving nothing, with
 // ErrBurstTooLarge or ErrInvalidCount, with backoff.ErrDeadline when the wait would
-// end after ctx's deadline, or with a *StoreError; cancelled during the wait
+// end after ctx's deadline, or with an error matching ErrStore; cancelled during the wait
 // it gives the reservation back and returns ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	l.init()

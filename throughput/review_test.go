@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // TestAdaptiveRateOutOfOrderKeepsWindows: with the adaptive rate on, 130429
@@ -162,7 +163,7 @@ func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
 	if b.AllowN(t0.Add(hold/2), 1) {
 		t.Fatal("AllowN admitted during the hold")
 	}
-	d := b.Observe(t0.Add(2*time.Minute), []throughput.Usage{{Type: throughput.UsageTypeManagement, RegainAccess: 5 * time.Minute}})
+	d := b.Observe(t0.Add(2*time.Minute), []usage.Usage{{Type: usage.TypeManagement, RegainAccess: 5 * time.Minute}})
 	if b.AllowN(t0.Add(2*time.Minute+d/2), 1) {
 		t.Fatal("AllowN admitted during the usage hold")
 	}

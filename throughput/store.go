@@ -15,12 +15,13 @@ import (
 // ErrStore is matched (with errors.Is) by the error of every decision a
 // [Store] could not make. A Reservation that is not OK because of it, or a
 // Claim that is not OK because of it, means nothing was reserved: do not
-// send.
+// send. The error also unwraps to the store's own error and names the
+// decision that failed ("throughput: store claim: ...").
 var ErrStore = errors.New("throughput: store unavailable")
 
-// StoreError wraps the error a Store returned. It matches ErrStore and
+// storeError wraps the error a Store returned. It matches ErrStore and
 // unwraps to the store's own error.
-type StoreError struct {
+type storeError struct {
 	// Op is the decision: "reserve", "cancel", "hold", "claim", "release"
 	// or "count".
 	Op  string
@@ -28,13 +29,13 @@ type StoreError struct {
 }
 
 // Error returns "throughput: store <op>: <err>".
-func (e *StoreError) Error() string { return "throughput: store " + e.Op + ": " + e.Err.Error() }
+func (e *storeError) Error() string { return "throughput: store " + e.Op + ": " + e.Err.Error() }
 
 // Unwrap returns the store's error.
-func (e *StoreError) Unwrap() error { return e.Err }
+func (e *storeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrStore.
-func (e *StoreError) Is(target error) bool { return target == ErrStore }
+func (e *storeError) Is(target error) bool { return target == ErrStore }
 
 // Store keeps the state of the throughput limits, so that Limiters,
 // Budgets and Tiers in several processes act as one: per key, a token

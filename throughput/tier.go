@@ -119,7 +119,7 @@ func (c Claim) RetryAt() time.Time { return c.retryAt }
 
 // Err returns why the claim was refused other than by the limit: a
 // recipient error (see [pairlimit.NewPair] for the accepted forms) or a
-// *StoreError matching ErrStore. It is nil otherwise.
+// error matching ErrStore. It is nil otherwise.
 func (c Claim) Err() error { return c.err }
 
 // Release gives the admission back because its message never went out
@@ -194,7 +194,7 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		}
 		tk, ok, retryAt, err := t.opts.store.Claim(context.Background(), t.opts.key, to.Key(), now, limit, TierWindow)
 		if err != nil {
-			return Claim{err: &StoreError{Op: "claim", Err: err}}
+			return Claim{err: &storeError{Op: "claim", Err: err}}
 		}
 		if !ok {
 			return Claim{retryAt: retryAt}

@@ -9,5 +9,5 @@
 // # Errors
 //
 // Nothing here returns an error: a Store's own failures are wrapped by the
-// limiter in a [*github.com/wapace/wapace/pairlimit.StoreError], which matches [github.com/wapace/wapace/pairlimit.ErrStore].
+// limiter in an error that matches [github.com/wapace/wapace/pairlimit.ErrStore].
 package pairstore

@@ -12,6 +12,6 @@
 // # Errors
 //
 // Nothing here returns an error: a Store's own failures are wrapped by the
-// limits in a [*github.com/wapace/wapace/throughput.StoreError], which
+// limits in an error that
 // matches [github.com/wapace/wapace/throughput.ErrStore].
 package throughputstore
