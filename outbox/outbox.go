@@ -63,9 +63,26 @@ type Outbox struct {
 	// WithClient's, else the latest Run's, nil before the first Run.
 	client atomic.Pointer[cloudapi.Client]
 
-	seedMu    sync.Mutex         // protects seeded and seededFor
-	seeded    map[string]int64   // lane -> latest send fed to seededFor by seeding
-	seededFor *pairlimit.Limiter // the pair limiter the recent sends were fed to
+	seedMu sync.Mutex // protects seeded
+	// seeded holds what was fed to each pair limiter (the Clients' of this
+	// Outbox's Runs).
+	seeded map[*pairlimit.Limiter]*seeding
+}
+
+// seeding is what an Outbox fed one pair limiter.
+type seeding struct {
+	lanes map[string]int64 // lane -> the latest send fed to the limiter
+	all   bool             // the recent sends were fed (seedPairs)
+}
+
+// seedingOf returns what was fed to pairs. Called with o.seedMu held.
+func (o *Outbox) seedingOf(pairs *pairlimit.Limiter) *seeding {
+	sd := o.seeded[pairs]
+	if sd == nil {
+		sd = &seeding{lanes: map[string]int64{}}
+		o.seeded[pairs] = sd
+	}
+	return sd
 }
 
 // limits returns the pair policy and the current throughput of business
@@ -216,7 +233,7 @@ func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Op
 	if cfg.owner == "" {
 		cfg.owner = randomKey()
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[string]int64{},
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[*pairlimit.Limiter]*seeding{},
 		soloLanes: map[string]*laneGate{}, soloSem: make(chan struct{}, max(1, db.Stats().MaxOpenConnections/2))}
 	if db.Stats().MaxOpenConnections == 0 {
 		o.soloSem = make(chan struct{}, 8)

@@ -1108,7 +1108,8 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
-	if o.seededFor == pairs {
+	sd := o.seedingOf(pairs)
+	if sd.all {
 		return nil
 	}
 	p := pairs.Policy()
@@ -1139,12 +1140,11 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	}
 	// Only once every row is read: a failed read seeds nothing, and the
 	// next Run tries again.
-	clear(o.seeded)
 	for _, s := range sends {
 		pairs.ReserveN(fromNanos(s.at), s.pr, 1)
-		o.seeded[s.pr.From()+">"+s.pr.To()] = s.at
+		sd.lanes[s.pr.From()+">"+s.pr.To()] = s.at
 	}
-	o.seededFor = pairs
+	sd.all = true
 	return nil
 }
 
@@ -1159,12 +1159,10 @@ func (r *runner) seedLane(it *claimed) {
 	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
-	if pairs != o.seededFor {
-		return // seedPairs has not fed this limiter yet: it reads every lane
-	}
-	if at := it.otherSent; at > 0 && at > o.seeded[it.lane] {
+	sd := o.seedingOf(pairs)
+	if at := it.otherSent; at > 0 && at > sd.lanes[it.lane] {
 		pairs.ReserveN(fromNanos(at), it.pair, 1)
-		o.seeded[it.lane] = at
+		sd.lanes[it.lane] = at
 	}
 }
 
