@@ -25,6 +25,17 @@
 //
 // # Errors
 //
+// Retry returns a [*StopError] that says why it stopped (its Reason, matched
+// with errors.Is) and wraps the last error from op:
+//
+//	error                  means
+//	ErrDeadline            the next wait would end after the deadline (also
+//	                       returned by the waits of pairlimit and throughput)
+//	ErrMaxAttempts         op failed as often as WithMaxAttempts allows
+//	ctx.Err()              the caller gave up
+//	(op's own error)       op said not to retry (Permanent), or RetryIf
+//	                       said so: returned as is, not in a StopError
+//
 // Why Retry stopped is matchable, and the last error stays reachable:
 //
 //	err := backoff.Retry(ctx, backoff.Meta, send)

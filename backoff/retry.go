@@ -18,8 +18,10 @@ var (
 	ErrMaxAttempts = errors.New("backoff: max attempts reached")
 	// ErrDeadline: the next wait would end after the deadline (WithDeadline,
 	// or the context's deadline), so Retry gave up at once instead of
-	// sleeping until it.
-	ErrDeadline = errors.New("backoff: next retry would end after the deadline")
+	// sleeping until it. It is the module's one "cannot fit before your
+	// deadline" error: the waits of pairlimit and throughput return it too,
+	// at once and reserving nothing.
+	ErrDeadline = errors.New("backoff: the wait would end after the deadline")
 )
 
 // DefaultMaxAttempts is the number of attempts Retry makes unless told

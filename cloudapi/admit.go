@@ -135,7 +135,7 @@ func (s *sending) admit(i, n int, notBefore time.Time) (*admission, error) {
 		}
 		// 5. The tier.
 		if c.tier != nil && s.countsTowardTier(i, n) {
-			cl := c.tier.ClaimParsed(first, s.to)
+			cl := c.tier.Claim(first, s.to.String()) // the canonical form parses back to s.to
 			if err := cl.Err(); err != nil {
 				a.settle(now, 0, 0)
 				return nil, s.notSubmitted(i, err)

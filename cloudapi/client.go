@@ -353,6 +353,21 @@ func (c *Client) Number(phoneNumberID string) *throughput.Limiter {
 	return l
 }
 
+// PairLimiter returns the Client's pair limiter: the one given to
+// WithPairLimiter, or the one New built (pairlimit.Meta, over WithStore's
+// store if any). An outbox replays its recent sends into it and reads its
+// policy for its estimates, so that the limits are set once, on the
+// Client.
+//
+// On a Client not made by New it returns a new limiter with pairlimit.Meta,
+// tied to nothing.
+func (c *Client) PairLimiter() *pairlimit.Limiter {
+	if c.usable(context.Background()) != nil {
+		return pairlimit.New(pairlimit.Meta)
+	}
+	return c.pairs
+}
+
 // String describes the client without its token, so that printing a
 // Client (with %v, %+v or %s) never reveals it.
 func (c *Client) String() string {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // Event describes one attempt, for an observer (WithObserver) and the log.
@@ -97,7 +97,7 @@ func (s *sending) emit(ev Event) {
 
 // observeUsage feeds Meta's usage header to the call budget.
 func (c *Client) observeUsage(resp interface{ Get(string) string }) {
-	if u, err := throughput.ParseUsage(resp.Get(throughput.UsageHeader)); err == nil && len(u) > 0 {
+	if u, err := usage.Parse(resp.Get(usage.Header)); err == nil && len(u) > 0 {
 		c.budget.Observe(c.clock.Now(), u)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -621,13 +622,13 @@ type brokenStore struct{}
 
 var errDown = errors.New("store down")
 
-func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairlimit.Ticket, bool, error) {
-	return pairlimit.Ticket{}, false, errDown
+func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+	return pairstore.Ticket{}, false, errDown
 }
 func (brokenStore) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errDown
 }
-func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairlimit.Ticket) (bool, error) {
+func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errDown
 }
 func (brokenStore) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {

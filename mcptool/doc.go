@@ -4,13 +4,12 @@
 // messages that respect Meta's limits and learns precisely what became of
 // each one:
 //
-//	pairs := pairlimit.New(pairlimit.Meta) // shared by the Client, the outbox and the tools
-//	wk := new(mcptool.Waker)               // wakes waiting calls at each transition
-//	client, _ := cloudapi.New(token, cloudapi.WithPairLimiter(pairs))
-//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))
+//	client, _ := cloudapi.New(token) // the owner of every limit
+//	wk := new(mcptool.Waker)         // wakes waiting calls at each transition
+//	ob, _ := outbox.Open(ctx, "sqlite:outbox.db", outbox.WithClient(client), outbox.WithObserver(wk.Observe))
 //	go ob.Run(ctx, client) // the dispatcher
 //	err := mcptool.Register(server, mcptool.Config{
-//		Outbox: ob, Client: client, Pairs: pairs, Waker: wk, From: []string{phoneNumberID},
+//		Outbox: ob, Client: client, Waker: wk, From: []string{phoneNumberID},
 //	})
 //
 // # Tools

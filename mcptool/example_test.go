@@ -14,7 +14,6 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // Embed the tools in an MCP server: an outbox to queue in, a Client for
@@ -32,24 +31,23 @@ func ExampleRegister() {
 	meta := cloudapitest.NewServer(nil) // the fake Meta
 	defer meta.Close()
 
-	pairs := pairlimit.New(pairlimit.Meta) // shared by the outbox, the Client and the tools
-	wk := new(mcptool.Waker)               // wakes waiting calls at each transition
-	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))
+	// The Client owns every limit: the outbox and the tools take them from it.
+	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	wk := new(mcptool.Waker) // wakes waiting calls at each transition
+	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithClient(client), outbox.WithObserver(wk.Observe))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ob.Close()
-	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
-		cloudapi.WithPairLimiter(pairs))
-	if err != nil {
-		log.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- ob.Run(ctx, client) }() // the dispatcher
 	defer func() { cancel(); <-done }()
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "my-agent-tools", Version: "v1.0.0"}, nil)
-	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Pairs: pairs, Waker: wk, From: []string{"106540352242922"}}); err != nil {
+	if err := mcptool.Register(server, mcptool.Config{Outbox: ob, Client: client, Waker: wk, From: []string{"106540352242922"}}); err != nil {
 		log.Fatal(err)
 	}
 

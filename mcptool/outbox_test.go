@@ -21,7 +21,6 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 const (
@@ -50,17 +49,15 @@ func newWorld(t *testing.T, cfg mcptool.Config, opts ...outbox.Option) *world {
 func openWorld(t *testing.T, dir string, cfg mcptool.Config, opts ...outbox.Option) (*world, func()) {
 	t.Helper()
 	meta := cloudapitest.NewServer(nil)
-	// One pair limiter shared by the outbox, the Client and the tools, and
-	// a Waker fed by the outbox.
-	pairs := pairlimit.New(pairlimit.Meta)
-	wk := new(mcptool.Waker)
-	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(dir, "outbox.db"),
-		append(opts, outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe))...)
+	// One Client, the owner of the limits, given to the outbox and the
+	// tools, and a Waker fed by the outbox.
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Pairs = pairs
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithPairLimiter(pairs))
+	wk := new(mcptool.Waker)
+	ob, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(dir, "outbox.db"),
+		append(opts, outbox.WithClient(c), outbox.WithObserver(wk.Observe))...)
 	if err != nil {
 		t.Fatal(err)
 	}

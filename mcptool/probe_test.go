@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // interleaving is a shared pair store (as redisstore is across processes)
@@ -25,10 +26,10 @@ type interleaving struct {
 	armed   bool
 	pending bool
 	pair    pairlimit.Pair
-	other   pairlimit.Ticket
+	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,7 +41,7 @@ func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Tim
 	return tk, ok, err
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +61,11 @@ func TestKnownWaitSpendsNothing(t *testing.T) {
 	store := &interleaving{Store: pairlimit.NewMemoryStore(clk), armed: true}
 	pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 	pairs := pairlimit.New(pol, pairlimit.WithStore(store), pairlimit.WithClock(clk))
-	tl := &tools{clk: clk, pairs: pairs}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithClock(clk), cloudapi.WithPairLimiter(pairs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tools{clk: clk, client: c}
 	m := cloudapi.Text("+237690000001", "hi")
 	now := clk.Now()
 	if w := tl.knownWait(now, "1001", m); w.Wait != 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // ErrInvalidConfig is matched by the error Register returns for a Config it
@@ -29,23 +28,17 @@ type Config struct {
 	// (Meta's numeric IDs); the first is the default. The input schema
 	// offers exactly these.
 	From []string
-	// Client is the client outbox.Run sends with. With it, a message is
-	// refused at once when a limit the Client knows holds it past its
-	// deadline (its pair's debt, its number's hold after 130429, 131057 or
-	// 2494100, the call budget's), naming the code that holds it, and a
-	// queued message's estimate counts the wait. The tools never send
-	// through it.
+	// Client is the client outbox.Run sends with, the owner of every
+	// limit (give the outbox the same one: outbox.WithClient). With it, a
+	// message is refused at once when a limit the Client knows holds it
+	// past its deadline (its pair's debt or 131056 hold, its number's hold
+	// after 130429, 131057 or 2494100, the call budget's), naming the code
+	// that holds it, and a queued message's estimate counts the wait: the
+	// tools ask the Client's own admission query
+	// (cloudapi.Client.Admission), of the limits the send will meet.
+	// Without it, only the outbox's estimate (its lane's depth) is known.
+	// The tools never send through it.
 	Client *cloudapi.Client
-	// Pairs is the pair limiter shared by the outbox and the Client that
-	// sends (outbox.WithPairLimiter, cloudapi.WithPairLimiter). It is read
-	// only without a Client: with one, the tools ask the Client's own
-	// admission query (cloudapi.Client.Admission), whose pair limiter is
-	// the one the send meets. With either, a message is refused at once
-	// when its pair's current debt alone (a message just sent, a burst, a
-	// 131056 hold) passes its deadline, and a queued message's estimate
-	// counts that debt. Without both, only the outbox's estimate (its
-	// lane's depth) is known.
-	Pairs *pairlimit.Limiter
 	// Waker, when its Observe is the outbox's observer, wakes waiting
 	// calls at each transition of their message instead of at their next
 	// poll.
@@ -111,7 +104,7 @@ func newTools(q queue, cfg Config) (*tools, error) {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("mcptool: a call may not wait longer than MaxSyncWait"))
 	}
 	t := &tools{q: q, from: append([]string(nil), cfg.From...), clk: cfg.Clock,
-		pairs: cfg.Pairs, client: cfg.Client, waker: cfg.Waker, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
+		client: cfg.Client, waker: cfg.Waker, syncWait: cfg.SyncWait, acceptWait: cfg.AcceptWait, replyTTL: cfg.ReplyTTL, poll: cfg.PollInterval}
 	if t.clk == nil {
 		t.clk = clock.New()
 	}

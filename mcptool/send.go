@@ -14,7 +14,6 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // Defaults of a Config.
@@ -46,9 +45,8 @@ type tools struct {
 	syncWait time.Duration
 	// acceptWait bounds an async call's wait for a message due now.
 	acceptWait time.Duration
-	pairs      *pairlimit.Limiter // nil: the pair's debt is not known
-	client     *cloudapi.Client   // nil: the number's hold is not known
-	waker      *Waker             // nil: waits only poll
+	client     *cloudapi.Client // nil: the number's hold is not known
+	waker      *Waker           // nil: waits only poll
 	replyTTL   time.Duration
 	poll       time.Duration
 }
@@ -220,7 +218,7 @@ func (t *tools) backpressure(bp *cloudapi.BackpressureError, r request, key stri
 // the Client's own read-only admission query ([cloudapi.Client.Admission]:
 // the pair's debt or 131056 hold, the number's hold after 130429, 131057
 // or 2494100, the call budget's hold), asked of the limits the send will
-// meet; without one, only the pair's debt in Config.Pairs is known.
+// meet; without one, nothing is known.
 func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) cloudapi.BackpressureError {
 	var w cloudapi.BackpressureError
 	if m.Kind() == cloudapi.KindRead {
@@ -229,16 +227,6 @@ func (t *tools) knownWait(now time.Time, from string, m cloudapi.Message) clouda
 	if t.client != nil {
 		if a, err := t.client.Admission(now, from, m.To(), 1); err == nil && a.At.After(now) {
 			w = cloudapi.BackpressureError{Limit: a.Limit, Code: a.Code, Wait: a.At.Sub(now)}
-		}
-		return w
-	}
-	if t.pairs != nil {
-		if p, err := pairlimit.NewPair(from, m.To()); err == nil {
-			if at, err := t.pairs.ReadyAt(now, p, 1); err == nil {
-				if d := at.Sub(now); d > 0 {
-					w = cloudapi.BackpressureError{Limit: errcodes.HoldPair, Code: errcodes.HoldPair.Code(), Wait: d}
-				}
-			}
 		}
 	}
 	return w

@@ -12,16 +12,18 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // benchWorld is newWorld on the real clock, for benchmarks.
 func benchWorld(b *testing.B, waker bool) *mcp.ClientSession {
 	b.Helper()
 	meta := cloudapitest.NewServer(b)
-	pairs := pairlimit.New(pairlimit.Meta)
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		b.Fatal(err)
+	}
 	var wk *mcptool.Waker
-	opts := []outbox.Option{outbox.WithPairLimiter(pairs)}
+	opts := []outbox.Option{outbox.WithClient(c)}
 	if waker {
 		wk = new(mcptool.Waker)
 		opts = append(opts, outbox.WithObserver(wk.Observe))
@@ -30,15 +32,11 @@ func benchWorld(b *testing.B, waker bool) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithPairLimiter(pairs))
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(b.Context())
 	done := make(chan error, 1)
 	go func() { done <- ob.Run(ctx, c) }()
 	s := mcp.NewServer(&mcp.Implementation{Name: "wapace", Version: "v0"}, nil)
-	if err := mcptool.Register(s, mcptool.Config{Outbox: ob, Client: c, Pairs: pairs, Waker: wk, From: []string{from}}); err != nil {
+	if err := mcptool.Register(s, mcptool.Config{Outbox: ob, Client: c, Waker: wk, From: []string{from}}); err != nil {
 		b.Fatal(err)
 	}
 	ct, st := mcp.NewInMemoryTransports()

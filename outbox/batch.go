@@ -84,8 +84,8 @@ func (o *Outbox) EnqueueBurst(ctx context.Context, from string, msgs ...cloudapi
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	if len(msgs) > o.cfg.policy.Burst {
-		return nil, fmt.Errorf("outbox: burst of %d messages: %w (%d)", len(msgs), pairlimit.ErrBurstTooLarge, o.cfg.policy.Burst)
+	if pol, _ := o.limits(from); len(msgs) > pol.Burst {
+		return nil, fmt.Errorf("outbox: burst of %d messages: %w (%d)", len(msgs), pairlimit.ErrBurstTooLarge, pol.Burst)
 	}
 	calls := make([]*enqCall, len(msgs))
 	for i, m := range msgs {

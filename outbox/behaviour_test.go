@@ -98,8 +98,8 @@ func TestExpiryDeadLetters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c))
 		now := time.Now()
 		var keys []string
 		for i := range 4 { // lane 1 (20 s), then lanes 2 and 3 (5 s)
@@ -140,7 +140,7 @@ func TestStopRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, dsn := openSQLite(t, outbox.WithPairLimiter(pairs))
+		o, dsn := openSQLite(t)
 		var keys []string
 		for i := range 30 {
 			for range 3 {
@@ -160,7 +160,7 @@ func TestStopRestart(t *testing.T) {
 			t.Fatalf("first run accepted %d", first)
 		}
 		pairs2 := pairlimit.New(pairlimit.Meta) // a new process knows nothing
-		o2, err := outbox.Open(t.Context(), dsn, outbox.WithPairLimiter(pairs2))
+		o2, err := outbox.Open(t.Context(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestDeadClaimBecomesUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithLease(time.Minute))
+		o, _ := openSQLite(t, outbox.WithLease(time.Minute))
 		a, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a"))
 		b, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "b"))
 		// Another worker claimed a and died: its lease ends in 30 s.
@@ -346,7 +346,7 @@ func TestHeldLaneHoldsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithConcurrency(1))
+		o, _ := openSQLite(t, outbox.WithConcurrency(1))
 		p, _ := pairlimit.NewPair(from, recipient(1))
 		pairs.ReserveN(time.Now(), p, 10) // the pair owes 60 s
 		a, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a"))
@@ -412,7 +412,7 @@ func TestExpiryWithIdleWake(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
 		var expiredAt time.Time
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithIdleWake(time.Hour),
+		o, _ := openSQLite(t, outbox.WithIdleWake(time.Hour),
 			outbox.WithObserver(func(e outbox.Event) {
 				if e.State == outbox.StateExpired {
 					expiredAt = e.At

@@ -4,14 +4,17 @@
 // its instant, so that a restart loses nothing and nothing is ever sent
 // twice.
 //
-//	o, err := outbox.Open(ctx, "sqlite:/var/lib/app/outbox.db")
+//	o, err := outbox.Open(ctx, "sqlite:/var/lib/app/outbox.db", outbox.WithClient(client))
 //	defer o.Close()
 //	t, err := o.Enqueue(ctx, phoneNumberID, cloudapi.Text("+237 690 00 00 01", "Your order shipped"))
 //	go o.Run(ctx, client) // or in your own errgroup: Run is the caller's goroutine
 //	it, err := o.Get(ctx, t.Key)
 //
-// Give the Outbox and the Client the same clock and the same pair limiter
-// ([WithPairLimiter] and cloudapi.WithPairLimiter).
+// The Client owns every limit (pair policy, throughput, store, tier,
+// budget: set once, on the Client): the Outbox takes them from the Client
+// given to [WithClient], else from the Client of its latest Run, for its
+// estimates and for which lanes must wait. Give the Outbox and the Client
+// the same clock.
 //
 // # Storage
 //

@@ -449,17 +449,18 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 		}
 	}
 
-	// Capacity and the estimate.
+	// Capacity and the estimate, with the limits of the Outbox's Client.
+	policy, mps := o.limits(from)
 	if laneDepth >= o.cfg.laneCapacity {
-		return time.Time{}, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*o.cfg.policy.Interval)
+		return time.Time{}, reject(ErrQueueFull, "lane", 0, time.Duration(laneDepth)*policy.Interval)
 	}
-	numberWait := time.Duration(senderDepth) * time.Second / time.Duration(o.cfg.mps)
+	numberWait := time.Duration(senderDepth) * time.Second / time.Duration(max(mps, 1))
 	if total >= o.cfg.capacity {
 		return time.Time{}, reject(ErrQueueFull, "queue", 0, numberWait)
 	}
 	pairWait := time.Duration(0)
 	if to != "" {
-		pairWait = time.Duration(laneDepth) * o.cfg.policy.Interval
+		pairWait = time.Duration(laneDepth) * policy.Interval
 	}
 	est := now.Add(max(pairWait, numberWait))
 	if !m.ExpiresAt.IsZero() && est.After(m.ExpiresAt) {

@@ -11,7 +11,6 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // Enqueue a message, dispatch it through a Client, and read its record.
@@ -23,8 +22,13 @@ func Example() {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	pairs := pairlimit.New(pairlimit.Meta) // shared by the Outbox and the Client
-	o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithPairLimiter(pairs),
+	// The Client owns every limit; the Outbox estimates with them.
+	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "outbox.db"), outbox.WithClient(client),
 		outbox.WithObserver(func(e outbox.Event) {
 			if e.State.Final() {
 				stop() // one message: stop once it is settled
@@ -35,12 +39,6 @@ func Example() {
 		return
 	}
 	defer o.Close()
-	client, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
-		cloudapi.WithPairLimiter(pairs))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 
 	m := cloudapi.Text("+237 690 00 00 01", "Your order shipped")
 	m.IdempotencyKey = "order-1042-shipped"

@@ -68,7 +68,7 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 	defer os.Remove(path)
 	var accepted atomic.Int64
 	done := make(chan struct{})
-	o, err := outbox.Open(ctx, "sqlite:"+path, outbox.WithThroughput(1_000_000), outbox.WithObserver(func(e outbox.Event) {
+	o, err := outbox.Open(ctx, "sqlite:"+path, outbox.WithObserver(func(e outbox.Event) {
 		if e.State == outbox.StateAccepted && accepted.Add(1) == int64(n) {
 			close(done)
 		}
@@ -161,7 +161,7 @@ func BenchmarkSQLiteEnqueueAtDepth(b *testing.B) {
 	for _, depth := range []int{0, 50_000, 200_000, 1_000_000} {
 		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
 			ctx := context.Background()
-			o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), outbox.WithThroughput(1_000_000),
+			o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"),
 				outbox.WithCapacity(2_000_000))
 			if err != nil {
 				b.Fatal(err)

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 func sender(dsn, base, worker string) int {
 	ctx := context.Background()
 	pairs := pairlimit.New(fastPairs)
-	opts := []outbox.Option{outbox.WithPairLimiter(pairs), outbox.WithLease(300 * time.Millisecond)}
+	opts := []outbox.Option{outbox.WithLease(300 * time.Millisecond)}
 	if worker != "" {
 		opts = append(opts, outbox.WithWorkerID(worker))
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/cloudapi"
 )
 
 // Defaults of an Outbox.
@@ -25,9 +25,6 @@ const (
 	// renews its claims every third of it, and the claims of a worker that
 	// stopped renewing become submitted_unknown once it ends.
 	DefaultLease = 30 * time.Second
-	// DefaultThroughput is the messages per second per business number
-	// used to estimate send instants (throughput.Default).
-	DefaultThroughput = 80
 	// DefaultStopGrace is how long Run lets requests in flight finish after
 	// its context ends before cancelling them (which can leave their
 	// outcome unknown).
@@ -79,9 +76,7 @@ type config struct {
 	idleWake     time.Duration
 	idleWakeSet  bool
 	stopGrace    time.Duration
-	mps          int
-	policy       pairlimit.Policy
-	pairs        *pairlimit.Limiter
+	client       *cloudapi.Client // WithClient, or nil
 	resend       ResendPolicy
 	revalidate   Revalidate
 	window       time.Duration
@@ -98,7 +93,7 @@ func defaultConfig() config {
 	return config{
 		clock: clock.New(), capacity: DefaultCapacity, laneCapacity: DefaultLaneCapacity,
 		concurrency: DefaultConcurrency, lease: DefaultLease, stopGrace: DefaultStopGrace,
-		mps: DefaultThroughput, policy: pairlimit.Meta, newKey: randomKey,
+		newKey: randomKey,
 	}
 }
 
@@ -203,48 +198,32 @@ func WithStopGrace(d time.Duration) Option {
 	}
 }
 
-// WithThroughput sets the messages per second per business number used to
-// estimate send instants at enqueue (default DefaultThroughput). It should
-// match the cloudapi.Client's.
-func WithThroughput(mps int) Option {
-	return func(c *config) error {
-		if mps < 1 {
-			return optErr("throughput must be at least 1 message per second")
+// WithClient gives the Outbox, from Open on, the cloudapi.Client that
+// sends its items: the owner of every limit. Enqueue then estimates each
+// item's send instant, and refuses what cannot meet its deadline or a
+// burst longer than the pair's, with this Client's pair policy and its
+// numbers' current throughput (cloudapi.WithPairLimiter, WithThroughput,
+// WithNumberThroughput: the limits are set once, on the Client), and Run
+// must be given the same Client (another one fails with
+// ErrInvalidOption).
+//
+// Without it, the Outbox takes the Client of each Run: Enqueue calls made
+// before the first Run estimate with Meta's defaults (pairlimit.Meta and
+// throughput.Default), later ones with the latest Run's Client. Give the
+// Client at Open when items are enqueued before Run starts (a process that
+// only enqueues, or a campaign loaded first) and its limits differ from
+// the defaults.
+//
+// Either way, the first Run with a Client replays the recent sends recorded
+// in the database into that Client's pair limiter (no 131056 after a
+// restart), once per pair limiter, and a lane whose pair is in debt or
+// held waits on the clock without holding one of WithConcurrency's sends.
+func WithClient(c *cloudapi.Client) Option {
+	return func(cfg *config) error {
+		if c == nil {
+			return optErr("nil client")
 		}
-		c.mps = mps
-		return nil
-	}
-}
-
-// WithPairPolicy sets the pair rule used to estimate send instants at
-// enqueue (default pairlimit.Meta). It should match the Client's limiter.
-func WithPairPolicy(p pairlimit.Policy) Option {
-	return func(c *config) error {
-		if p.Interval <= 0 || p.Burst < 1 || p.BurstWindow <= 0 {
-			return optErr("pair policy needs a positive interval, burst and window")
-		}
-		c.policy = p
-		return nil
-	}
-}
-
-// WithPairLimiter lets Run consult l, the pair limiter the Client given
-// to Run paces with (pass the same one to cloudapi.WithPairLimiter), so
-// that a lane whose pair is in debt or held waits on the clock without
-// holding a send, and so that the Outbox's first Run replays the recent
-// sends recorded in the database into l (no 131056 after a restart; later
-// Runs of the same Outbox do not replay them again, l has them). Give a
-// new Outbox on the same database a new limiter too: it replays what l
-// already holds. Its policy
-// also sets the estimate (WithPairPolicy). Without it, a held lane waits
-// inside the Client's Send, holding one of WithConcurrency's sends.
-func WithPairLimiter(l *pairlimit.Limiter) Option {
-	return func(c *config) error {
-		if l == nil {
-			return optErr("nil pair limiter")
-		}
-		c.pairs = l
-		c.policy = l.Policy()
+		cfg.client = c
 		return nil
 	}
 }

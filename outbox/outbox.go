@@ -13,10 +13,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/throughput"
 )
 
 // Outbox is a durable send queue in a database. It is safe for concurrent
@@ -56,9 +61,41 @@ type Outbox struct {
 	soloLanes map[string]*laneGate // lane -> its Enqueue calls stored alone
 	soloSem   chan struct{}        // bounds the connections of calls stored alone
 
-	seedMu    sync.Mutex       // protects seeded and seededAll
-	seeded    map[string]int64 // lane -> latest send fed to the pair limiter by seeding
-	seededAll bool             // the recent sends were fed to the pair limiter
+	// client is the Client whose limits Enqueue's estimates use:
+	// WithClient's, else the latest Run's, nil before the first Run.
+	client atomic.Pointer[cloudapi.Client]
+
+	seedMu sync.Mutex // protects seeded
+	// seeded holds what was fed to each pair limiter (the Clients' of this
+	// Outbox's Runs).
+	seeded map[*pairlimit.Limiter]*seeding
+}
+
+// seeding is what an Outbox fed one pair limiter.
+type seeding struct {
+	lanes map[string]int64 // lane -> the latest send fed to the limiter
+	all   bool             // the recent sends were fed (seedPairs)
+}
+
+// seedingOf returns what was fed to pairs. Called with o.seedMu held.
+func (o *Outbox) seedingOf(pairs *pairlimit.Limiter) *seeding {
+	sd := o.seeded[pairs]
+	if sd == nil {
+		sd = &seeding{lanes: map[string]int64{}}
+		o.seeded[pairs] = sd
+	}
+	return sd
+}
+
+// limits returns the pair policy and the current throughput of business
+// number from that Enqueue estimates with: the Outbox's Client's (see
+// WithClient), or Meta's defaults before it has one.
+func (o *Outbox) limits(from string) (pairlimit.Policy, int) {
+	c := o.client.Load()
+	if c == nil {
+		return pairlimit.Meta, throughput.Default
+	}
+	return c.PairLimiter().Policy(), c.Number(from).MPS()
 }
 
 // dialect holds what differs between SQLite and Postgres.
@@ -198,10 +235,13 @@ func newOutbox(ctx context.Context, db *sql.DB, d dialect, ownDB bool, opts []Op
 	if cfg.owner == "" {
 		cfg.owner = randomKey()
 	}
-	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[string]int64{},
+	o := &Outbox{db: db, d: d, cfg: cfg, owner: cfg.owner, incarnation: randomKey()[:12], ownDB: ownDB, runners: map[*runner]bool{}, seeded: map[*pairlimit.Limiter]*seeding{},
 		soloLanes: map[string]*laneGate{}, soloSem: make(chan struct{}, max(1, db.Stats().MaxOpenConnections/2))}
 	if db.Stats().MaxOpenConnections == 0 {
 		o.soloSem = make(chan struct{}, 8)
+	}
+	if cfg.client != nil {
+		o.client.Store(cfg.client)
 	}
 	if err := o.migrate(ctx); err != nil {
 		if errors.Is(err, ErrSchemaTooNew) {

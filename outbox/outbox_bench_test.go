@@ -13,7 +13,6 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 // benchDispatch enqueues b.N messages (one per recipient, from producers
@@ -34,8 +33,7 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	})
 	obs := make([]*outbox.Outbox, workers)
 	for i := range obs {
-		pairs := pairlimit.New(pairlimit.Meta)
-		o, err := outbox.Open(ctx, dsn, observer, outbox.WithPairLimiter(pairs), outbox.WithThroughput(1_000_000))
+		o, err := outbox.Open(ctx, dsn, observer)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -163,7 +161,7 @@ func BenchmarkSQLiteEnqueue(b *testing.B) {
 	for _, producers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
 			ctx := context.Background()
-			o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), outbox.WithThroughput(1_000_000))
+			o, err := outbox.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -67,9 +67,14 @@ func TestPostgresWorkers(t *testing.T) {
 	ctx := t.Context()
 	const workers, recipients, perRecipient = 4, 40, 5
 	obs := make([]*outbox.Outbox, workers)
+	clients := make([]*cloudapi.Client, workers)
 	for i := range obs {
-		pairs := pairlimit.New(fastPairs)
-		o, err := outbox.Open(ctx, dsn, outbox.WithPairLimiter(pairs), outbox.WithIdleWake(20*time.Millisecond), outbox.WithWorkerID(fmt.Sprintf("w%d", i)))
+		c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(base), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)), cloudapi.WithThroughput(10000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = c
+		o, err := outbox.Open(ctx, dsn, outbox.WithClient(c), outbox.WithIdleWake(20*time.Millisecond), outbox.WithWorkerID(fmt.Sprintf("w%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,11 +93,7 @@ func TestPostgresWorkers(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i, o := range obs {
-		c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(base), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)), cloudapi.WithThroughput(10000))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = i
+		c := clients[i]
 		wg.Go(func() { _ = o.Run(runCtx, c) })
 	}
 	deadline := time.Now().Add(60 * time.Second)

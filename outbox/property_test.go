@@ -23,8 +23,8 @@ func TestLaneOrderProperty(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			meta := cloudapitest.NewServer(t)
 			pairs := pairlimit.New(pairlimit.Meta)
-			o, _ := openSQLite(t, outbox.WithPairLimiter(pairs))
 			c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+			o, _ := openSQLite(t, outbox.WithClient(c))
 			n := rapid.IntRange(1, 30).Draw(rt, "messages")
 			lanes := rapid.IntRange(1, 4).Draw(rt, "lanes")
 			model := map[string][]string{} // recipient digits -> keys in enqueue order

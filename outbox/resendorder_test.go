@@ -25,8 +25,8 @@ func TestResendKeepsLanePlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		meta.Script(cloudapitest.Failure{Status: 502})
 		bm := cloudapi.Text(recipient(2), "b")
 		bm.ExpiresAt = time.Now().Add(66 * time.Minute) // the resend is due at about +61 min
@@ -106,8 +106,14 @@ func TestPostgresResendKeepsLanePlace(t *testing.T) {
 	ctx := t.Context()
 	const workers = 2
 	obs := make([]*outbox.Outbox, workers)
+	clients := make([]*cloudapi.Client, workers)
 	for i := range obs {
-		o, err := outbox.Open(ctx, dsn, outbox.WithPairLimiter(pairlimit.New(fastPairs)), outbox.WithIdleWake(10*time.Millisecond),
+		c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)), cloudapi.WithThroughput(10000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = c
+		o, err := outbox.Open(ctx, dsn, outbox.WithClient(c), outbox.WithIdleWake(10*time.Millisecond),
 			outbox.WithWorkerID(fmt.Sprintf("w%d", i)), outbox.WithResend(outbox.ResendPolicy{After: 300 * time.Millisecond, Max: 1}))
 		if err != nil {
 			t.Fatal(err)
@@ -124,11 +130,8 @@ func TestPostgresResendKeepsLanePlace(t *testing.T) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, o := range obs {
-		c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)), cloudapi.WithThroughput(10000))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, o := range obs {
+		c := clients[i]
 		wg.Go(func() { _ = o.Run(runCtx, c) })
 	}
 	// A message to the same user every 30 ms (twice the pair pace) until

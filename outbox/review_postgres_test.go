@@ -40,7 +40,7 @@ func TestPostgresWorkersRaceOnOneLane(t *testing.T) {
 	lims := make([]*pairlimit.Limiter, workers)
 	for i := range obs {
 		lims[i] = pairlimit.New(pol, pairlimit.WithMargin(margin))
-		o, err := outbox.Open(ctx, dsn, outbox.WithPairLimiter(lims[i]), outbox.WithIdleWake(5*time.Millisecond), outbox.WithWorkerID(fmt.Sprintf("w%d", i)))
+		o, err := outbox.Open(ctx, dsn, outbox.WithIdleWake(5*time.Millisecond), outbox.WithWorkerID(fmt.Sprintf("w%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // gated holds each request to a recipient whose digits end in a gated
@@ -114,8 +115,8 @@ func TestLateStatusCancelsQueuedResend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pairs := pairlimit.New(pairlimit.Meta)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c), outbox.WithResend(outbox.ResendPolicy{After: time.Hour, Max: 1}))
 		meta.Script(cloudapitest.Failure{Status: 502})
 		b, _ := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(2), "b"))
 		runFor(t, o, c, time.Minute)
@@ -208,8 +209,8 @@ func TestRestartRunKeepsPairPace(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
 		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 		pairs := pairlimit.New(pol)
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs), outbox.WithPairPolicy(pol))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c))
 		start := time.Now()
 		if _, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(1), "a")); err != nil {
 			t.Fatal(err)
@@ -246,10 +247,10 @@ type interleaving struct {
 	armed   bool
 	pending bool
 	pair    pairlimit.Pair
-	other   pairlimit.Ticket
+	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	s.flush(ctx, t)
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
@@ -272,7 +273,7 @@ func (s *interleaving) flush(ctx context.Context, t time.Time) {
 	}
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.flush(ctx, t)
 	return ok, err
@@ -298,8 +299,8 @@ func TestLaneCheckSpendsNothing(t *testing.T) {
 		pol := pairlimit.Policy{Interval: 6 * time.Second, Burst: 1, BurstWindow: 6 * time.Second}
 		store := &interleaving{Store: pairlimit.NewMemoryStore(clock.New()), armed: true}
 		pairs := pairlimit.New(pol, pairlimit.WithStore(store))
-		o, _ := openSQLite(t, outbox.WithPairLimiter(pairs))
 		c := newClient(t, meta, cloudapi.WithPairLimiter(pairs))
+		o, _ := openSQLite(t, outbox.WithClient(c))
 		start := time.Now()
 		var keys []string
 		for _, body := range []string{"a", "b"} {

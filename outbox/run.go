@@ -99,6 +99,10 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	if c == nil {
 		return errors.New("outbox: run: nil client")
 	}
+	if fixed := o.cfg.client; fixed != nil && c != fixed {
+		return optErr("run: a Client other than the one given to WithClient")
+	}
+	o.client.Store(c)
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency),
 		batch: int64(max(1, o.cfg.concurrency/8))}
@@ -1095,20 +1099,20 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 
 // seedPairs replays the recent sends recorded in the database into the
 // Client's pair limiter, so that a restarted process does not send to a
-// pair still in debt from before (131056). It does so once per Outbox:
-// the sends of its later Runs went through the limiter already, and
-// replaying them again would count them twice.
+// pair still in debt from before (131056). It does so once per Outbox and
+// pair limiter: the sends of its later Runs with the same Client went
+// through the limiter already, and replaying them again would count them
+// twice.
 func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	o := r.o
-	if o.cfg.pairs == nil {
-		return nil
-	}
+	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
-	if o.seededAll {
+	sd := o.seedingOf(pairs)
+	if sd.all {
 		return nil
 	}
-	p := o.cfg.pairs.Policy()
+	p := pairs.Policy()
 	since := now.Add(-time.Duration(p.Burst+1) * p.Interval)
 	rows, err := o.db.QueryContext(ctx, o.q(`SELECT sender, recipient, sent_at FROM outbox_items
 		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') ORDER BY sent_at`), nanos(since))
@@ -1137,10 +1141,10 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	// Only once every row is read: a failed read seeds nothing, and the
 	// next Run tries again.
 	for _, s := range sends {
-		o.cfg.pairs.ReserveN(fromNanos(s.at), s.pr, 1)
-		o.seeded[s.pr.From()+">"+s.pr.To()] = s.at
+		pairs.ReserveN(fromNanos(s.at), s.pr, 1)
+		sd.lanes[s.pr.From()+">"+s.pr.To()] = s.at
 	}
-	o.seededAll = true
+	sd.all = true
 	return nil
 }
 
@@ -1149,14 +1153,16 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 // its pace.
 func (r *runner) seedLane(it *claimed) {
 	o := r.o
-	if !o.d.postgres || o.cfg.pairs == nil {
+	if !o.d.postgres {
 		return
 	}
+	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
-	if at := it.otherSent; at > 0 && at > o.seeded[it.lane] {
-		o.cfg.pairs.ReserveN(fromNanos(at), it.pair, 1)
-		o.seeded[it.lane] = at
+	sd := o.seedingOf(pairs)
+	if at := it.otherSent; at > 0 && at > sd.lanes[it.lane] {
+		pairs.ReserveN(fromNanos(at), it.pair, 1)
+		sd.lanes[it.lane] = at
 	}
 }
 

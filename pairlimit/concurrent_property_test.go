@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"pgregory.net/rapid"
 )
 
@@ -14,7 +15,7 @@ type op struct {
 	kind   int           // 0-5 reserve, 6-7 cancel, 8 refused, 9 accepted
 	pair   int           // index into the pairs
 	n      int           // messages, for a reservation
-	offset time.Duration // the instant asked, from the present: past (within KeepAfterDue), present or future
+	offset time.Duration // the instant asked, from the present: past (within pairstore.KeepAfterDue), present or future
 	cancel int           // which of the goroutine's own reservations to cancel
 }
 
@@ -28,7 +29,7 @@ type sent struct {
 // limiter (its own memory store, or a store shared by two limiters) and
 // reserve, cancel, record 131056s and acceptances at past, present and
 // future instants in any interleaving, in phases between which the clock
-// moves on. Instants in the past lie within KeepAfterDue of the present:
+// moves on. Instants in the past lie within pairstore.KeepAfterDue of the present:
 // the documented tolerance for instants that arrive out of order. Every pair's sends, replayed through Meta's model, are accepted;
 // and once every debt is repaid, ordinary traffic evicts every state.
 func TestPropertyConcurrentSchedulesNeverRefused(t *testing.T) {
@@ -63,7 +64,7 @@ func TestPropertyConcurrentSchedulesNeverRefused(t *testing.T) {
 						kind:   rapid.IntRange(0, 9).Draw(t, "kind"),
 						pair:   rapid.IntRange(0, len(pairs)-1).Draw(t, "pair"),
 						n:      rapid.SampledFrom([]int{1, 1, 2, 3, 45}).Draw(t, "n"),
-						offset: time.Duration(rapid.Int64Range(-int64(pairlimit.KeepAfterDue), int64(60*time.Second)).Draw(t, "offset")),
+						offset: time.Duration(rapid.Int64Range(-int64(pairstore.KeepAfterDue), int64(60*time.Second)).Draw(t, "offset")),
 						cancel: rapid.IntRange(0, 30).Draw(t, "cancel"),
 					}
 					plans[w] = append(plans[w], o)

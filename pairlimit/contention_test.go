@@ -11,7 +11,7 @@ import (
 
 // shardPairs returns n pairs of business number from that fall in shard
 // 0 of m, so that every call on them contends for one lock.
-func shardPairs(t *testing.T, m *MemoryStore, from string, n int) []Pair {
+func shardPairs(t *testing.T, m *memoryStore, from string, n int) []Pair {
 	t.Helper()
 	var out []Pair
 	for i := 0; len(out) < n; i++ {

@@ -64,11 +64,11 @@
 //
 // # Stores
 //
-// The decision is a pure function of one pair's small [State], the instant
+// The decision is a pure function of one pair's small [pairstore.State], the instant
 // and the policy's figures. A [Store] keeps the states and applies one rule
 // per call (one Lua script on Redis), so that several limiters, in one
 // process or many, pace the same pairs as one ([WithStore]). The default
-// is a [MemoryStore] of the limiter's own: 1,024 shards of pointer-free
+// is a memory store ([NewMemoryStore]) of the limiter's own: 1,024 shards of pointer-free
 // open-addressing tables, which spend memory only on pairs that still owe
 // or carry a recent 131056, whatever the pattern of calls: expired states
 // are swept a few slots per call, and judged against the earliest of the
@@ -93,14 +93,24 @@
 //
 // # Errors
 //
-// [NewPair] rejects what cannot be a phone number or a BSUID with a
-// [*NumberError] (matching [ErrInvalidNumber]); its message never repeats
-// the number. Every BSUID of Meta's grammar is accepted.
-// [Limiter.WaitN] fails at once with [ErrBurstTooLarge], [ErrInvalidCount],
-// [ErrZeroPair], or [ErrDeadline] when the wait cannot end before the
-// context's deadline:
+// One error model: sentinels matched with errors.Is, and one typed error
+// matched with errors.As for its data. Whatever fails reserved nothing.
 //
-//	if err := lim.WaitN(ctx, pair, 3); errors.Is(err, pairlimit.ErrDeadline) {
+//	error                        returned by                 means
+//	ErrInvalidNumber             NewPair (a *NumberError)    not a phone number or a BSUID
+//	ErrZeroPair                  every decision              the zero Pair: build pairs with NewPair
+//	ErrInvalidCount              ReserveN, WaitN, ReadyAt    n below 1
+//	ErrBurstTooLarge             ReserveN, WaitN, ReadyAt    n above the burst cap: never sendable together
+//	backoff.ErrDeadline          WaitN                       the wait would end after ctx's deadline
+//	ErrStore                     every decision              the Store failed (unwraps to its error): do not send
+//	ctx.Err()                    WaitN                       cancelled while waiting; given back
+//
+// A [*NumberError]'s message never repeats the number. Every BSUID of
+// Meta's grammar is accepted. [backoff.ErrDeadline] is the module's one
+// "cannot fit before your deadline" error (throughput and backoff return
+// it too):
+//
+//	if err := lim.WaitN(ctx, pair, 3); errors.Is(err, backoff.ErrDeadline) {
 //		// too late for this reply: nothing was reserved
 //	}
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // A user who adopted a username is addressed by a business-scoped user ID
@@ -82,7 +83,7 @@ func ExampleWithStore() {
 // State is the rule a Store applies, as pure functions over one pair's
 // state: what a Lua script or a SQL transaction reimplements.
 func ExampleState() {
-	var s pairlimit.State // owes nothing
+	var s pairstore.State // owes nothing
 	t := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 
 	s, first := s.Reserve(t, 2*6*time.Second, 1) // two bubbles

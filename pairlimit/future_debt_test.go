@@ -30,7 +30,7 @@ func TestFutureInstantsKeepBurstDebtWhateverTheClock(t *testing.T) {
 		for seed := range uint64(8) {
 			t.Run(fmt.Sprintf("clock+%v/seed%d", ahead, seed), func(t *testing.T) {
 				clk := &settableClock{Clock: clock.NewMock(), now: t0.Add(ahead)}
-				lim := New(Meta, WithClock(clk), WithStore(&MemoryStore{clock: clk, seed: seed*0x9E3779B97F4A7C15 | 1}))
+				lim := New(Meta, WithClock(clk), WithStore(&memoryStore{clock: clk, seed: seed*0x9E3779B97F4A7C15 | 1}))
 				lim.ReserveN(t0, a, 45)
 				for range 10 {
 					for _, p := range others {

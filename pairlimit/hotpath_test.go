@@ -17,7 +17,7 @@ type settableClock struct {
 
 func (c *settableClock) Now() time.Time { return c.now }
 
-// storeOnly hides a *MemoryStore behind the Store interface, so that a
+// storeOnly hides a *memoryStore behind the Store interface, so that a
 // Limiter takes its general path instead of ReserveN's written-out hot path.
 type storeOnly struct{ Store }
 
@@ -35,8 +35,8 @@ func TestPropertyHotPathMatchesGeneralPath(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		clk := &settableClock{Clock: clock.NewMock(), now: time.Unix(1_790_000_000, 0)}
 		seed := rapid.Uint64().Draw(t, "seed") | 1
-		hot := New(Meta, WithClock(clk), WithStore(&MemoryStore{clock: clk, seed: seed}))
-		gen := New(Meta, WithClock(clk), WithStore(storeOnly{&MemoryStore{clock: clk, seed: seed}}))
+		hot := New(Meta, WithClock(clk), WithStore(&memoryStore{clock: clk, seed: seed}))
+		gen := New(Meta, WithClock(clk), WithStore(storeOnly{&memoryStore{clock: clk, seed: seed}}))
 		if hot.mem == nil || gen.mem != nil {
 			t.Fatal("the limiters do not take the paths under test")
 		}
@@ -96,7 +96,7 @@ func TestPropertyHotPathMatchesGeneralPath(t *testing.T) {
 					t.Fatalf("step %d: %v ready at %v on the hot path, %v on the general path", step, q, h, g)
 				}
 			}
-			if h, g := hot.mem.Len(), gen.store.(storeOnly).Store.(*MemoryStore).Len(); h != g {
+			if h, g := hot.mem.Len(), gen.store.(storeOnly).Store.(*memoryStore).Len(); h != g {
 				t.Fatalf("step %d: hot path holds %d states, general path %d", step, h, g)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 // inline table's hot line, shards on cache-line boundaries.
 func TestMemoryLayout(t *testing.T) {
 	t.Parallel()
-	var m MemoryStore
+	var m memoryStore
 	var sh memShard
 	if got := unsafe.Sizeof(slot{}); got != 16 {
 		t.Errorf("slot is %d bytes, want 16", got)

@@ -14,6 +14,7 @@ import (
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // Errors a reservation or a wait can fail with, matchable with errors.Is.
@@ -25,9 +26,6 @@ var (
 	ErrInvalidCount = errors.New("pairlimit: message count must be at least 1")
 	// ErrZeroPair: the pair is the zero Pair; build pairs with NewPair.
 	ErrZeroPair = errors.New("pairlimit: zero pair")
-	// ErrDeadline: the wait would end after the context's deadline. WaitN
-	// returns it at once, without waiting, and reserves nothing.
-	ErrDeadline = errors.New("pairlimit: wait would exceed the context deadline")
 )
 
 // DefaultMargin is the safety margin a Limiter adds after every burst
@@ -86,7 +84,7 @@ func WithBurstCap(n int) Option {
 // another. It is safe for concurrent use by multiple goroutines and starts no
 // goroutine of its own.
 //
-// The state lives in a [Store]: by default a [MemoryStore] of the
+// The state lives in a [Store]: by default a memory store ([NewMemoryStore]) of the
 // limiter's own, which spends memory only on pairs that still owe debt or
 // were refused recently; [WithStore] shares it.
 //
@@ -99,7 +97,7 @@ type Limiter struct {
 	margin   int64
 	burstCap int
 	store    Store        // nil: mem
-	mem      *MemoryStore // the built-in store, called without an interface
+	mem      *memoryStore // the built-in store, called without an interface
 
 	ready atomic.Bool // set once the fields above are
 	once  sync.Mutex  // serialises lazy initialisation of a zero Limiter
@@ -123,11 +121,11 @@ func (l *Limiter) setup(p Policy, opts []Option) {
 	for _, o := range opts {
 		o(l)
 	}
-	if m, ok := l.store.(*MemoryStore); ok {
+	if m, ok := l.store.(*memoryStore); ok {
 		l.store, l.mem = nil, m
 	}
 	if l.store == nil && l.mem == nil {
-		l.mem = NewMemoryStore(l.clock)
+		l.mem = newMemoryStore(l.clock)
 	}
 	l.ready.Store(true)
 }
@@ -179,7 +177,7 @@ func (l *Limiter) cost(n int) time.Duration {
 // Len returns the number of pairs the limiter's own memory store holds
 // state for: those that owe debt or were refused recently, plus any not yet
 // evicted. It is 0 with a store given by WithStore, other than a
-// *MemoryStore.
+// *memoryStore.
 func (l *Limiter) Len() int {
 	l.init()
 	if l.mem == nil {
@@ -193,7 +191,7 @@ func (l *Limiter) Len() int {
 // reads and changes nothing, so several callers may ask, and only a
 // reservation claims the slot. The error is ErrBurstTooLarge,
 // ErrInvalidCount or ErrZeroPair for an n or a pair no reservation can
-// hold, or a *StoreError.
+// hold, or an error matching ErrStore.
 func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
 	if err := l.check(p, n); err != nil {
 		return time.Time{}, err
@@ -203,7 +201,7 @@ func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
 	}
 	at, err := l.store.Next(context.Background(), p, t)
 	if err != nil {
-		return time.Time{}, &StoreError{Op: "next", Err: err}
+		return time.Time{}, &storeError{Op: "next", Err: err}
 	}
 	return at, nil
 }
@@ -291,7 +289,7 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 			// The result is written before any call (the sweep, a woken
 			// waiter), so that nothing else must live across them.
 			r = Reservation{lim: l, pair: p, ok: true, n: n,
-				tk: Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
+				tk: pairstore.Ticket{ID: id, PrevTop: w >> dueBits, PrevDue: due, Act: act, End: end}}
 			if d == 0 {
 				tb.wrote(end) // a Due rises from nothing: the sweep must know
 			}
@@ -320,7 +318,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 		return Reservation{err: err}
 	}
 	var (
-		tk  Ticket
+		tk  pairstore.Ticket
 		ok  bool
 		err error
 	)
@@ -329,11 +327,11 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 	} else {
 		tk, ok, err = l.store.Reserve(ctx, p, t, l.cost(n), maxWait)
 		if err != nil {
-			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+			return Reservation{err: &storeError{Op: "reserve", Err: err}}
 		}
 	}
 	if !ok {
-		return Reservation{err: errTooLate, tk: Ticket{Act: tk.Act}}
+		return Reservation{err: errTooLate, tk: pairstore.Ticket{Act: tk.Act}}
 	}
 	return Reservation{lim: l, pair: p, ok: true, n: n, tk: tk}
 }
@@ -348,7 +346,7 @@ func (l *Limiter) Wait(ctx context.Context, p Pair) error { return l.WaitN(ctx, 
 // limiter's clock until they may go, or ctx is done. It fails at once,
 // reserving nothing, when n can never fit (ErrBurstTooLarge,
 // ErrInvalidCount, ErrZeroPair), when the wait would end after ctx's
-// deadline (ErrDeadline) or when the store fails (ErrStore). Cancelled
+// deadline (backoff.ErrDeadline) or when the store fails (ErrStore). Cancelled
 // during the wait, it gives the reservation back (see CancelAt) and returns
 // ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
@@ -365,7 +363,7 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	}
 	r := l.reserve(ctx, now, p, n, maxWait)
 	if r.err == errTooLate {
-		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), ErrDeadline)
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
 	}
 	if r.err != nil {
 		return r.err
@@ -373,7 +371,7 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	delay := r.DelayFrom(now)
 	err := clockwait.Reserved(ctx, l.clock, now, delay, r.CancelAt)
 	if errors.Is(err, clockwait.ErrPastDeadline) {
-		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, delay, ErrDeadline)
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, delay, backoff.ErrDeadline)
 	}
 	return err
 }
@@ -389,7 +387,7 @@ func (l *Limiter) Refused(t time.Time, p Pair) time.Duration {
 	return d
 }
 
-// RefusedErr is Refused that also returns a *StoreError when the store
+// RefusedErr is Refused that also returns an error matching ErrStore when the store
 // could not record the hold.
 func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
 	l.init()
@@ -401,7 +399,7 @@ func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
 	}
 	d, err := l.store.Refuse(context.Background(), p, t, metaHolds, failMemory)
 	if err != nil {
-		return 0, &StoreError{Op: "refuse", Err: err}
+		return 0, &storeError{Op: "refuse", Err: err}
 	}
 	return d, nil
 }
@@ -429,7 +427,7 @@ type Reservation struct {
 	err  error
 	pair Pair
 	n    int
-	tk   Ticket
+	tk   pairstore.Ticket
 	ok   bool
 }
 
@@ -438,7 +436,7 @@ type Reservation struct {
 func (r Reservation) OK() bool { return r.ok }
 
 // Err returns nil for an OK reservation and otherwise the reason it is not:
-// ErrBurstTooLarge, ErrInvalidCount, ErrZeroPair, or a *StoreError matching
+// ErrBurstTooLarge, ErrInvalidCount, ErrZeroPair, or an error matching ErrStore matching
 // ErrStore (nothing was reserved: do not send).
 func (r Reservation) Err() error { return r.err }
 
@@ -479,7 +477,7 @@ func (r Reservation) Cancel() {
 }
 
 // CancelAt tells the limiter, at t, that the reserved messages will not be
-// sent, and gives back exactly this reservation's debt ([State.Cancel]):
+// sent, and gives back exactly this reservation's debt ([pairstore.State.Cancel]):
 // when its time had not come by t and no later reservation of the pair is
 // still standing on top of it, the pair owes again what it owed before it
 // (never less than a 131056 hold applied since). When a later reservation

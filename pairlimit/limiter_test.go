@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clocktest"
 	"github.com/wapace/wapace/pairlimit"
 	"go.uber.org/goleak"
@@ -271,7 +272,7 @@ func TestWaitNSynctest(t *testing.T) {
 		defer cancel()
 		before := time.Now()
 		err := lim.WaitN(ctx, p, 2)
-		if !errors.Is(err, pairlimit.ErrDeadline) || time.Since(before) != 0 {
+		if !errors.Is(err, backoff.ErrDeadline) || time.Since(before) != 0 {
 			t.Fatalf("WaitN = %v after %v, want ErrDeadline at once", err, time.Since(before))
 		}
 		if strings := err.Error(); containsDigits(strings, p.To()) {

@@ -13,9 +13,10 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
-// MemoryStore is the in-memory [Store], the default of every [Limiter]:
+// memoryStore is the in-memory [Store], the default of every [Limiter]:
 // pairs spread over 1,024 shards by a seeded hash, each shard a mutex and,
 // per business number, an open-addressing table of 16-byte slots probed
 // linearly: the recipient key, and in one word the pair's Due (48 bits of
@@ -25,7 +26,7 @@ import (
 // so millions of pairs cost the garbage collector nothing to scan.
 //
 // Memory is spent only on pairs that still owe or carry a recent 131056
-// ([State.Expired]): when a table fills to 85 %, it is rebuilt without the
+// ([pairstore.State.Expired]): when a table fills to 85 %, it is rebuilt without the
 // expired states, at a size that leaves it 70 % full. A rebuild touches one
 // shard's table only (a thousandth of the pairs), which bounds the pause of
 // the call that triggers it. Between rebuilds, an incremental sweep paced
@@ -42,11 +43,11 @@ import (
 // while the instants are simulated), where a state is kept until the clock
 // has seen its debt's time pass since it was asked.
 //
-// Share one MemoryStore between Limiters (WithStore) to pace the same pairs
+// Share one memoryStore between Limiters (WithStore) to pace the same pairs
 // as one within a process. It is safe for concurrent use. The zero
-// MemoryStore is ready to use, as NewMemoryStore(nil) but with an unseeded
+// memoryStore is ready to use, as NewMemoryStore(nil) but with an unseeded
 // hash.
-type MemoryStore struct {
+type memoryStore struct {
 	clock  clock.Clock
 	seed   uint64
 	_      [40]byte      // read on every call: alone on its cache line
@@ -154,17 +155,21 @@ type holdInfo struct {
 	fails uint32
 }
 
-// NewMemoryStore returns an empty in-memory store that reads the time it
-// judges expiry at from c (the real clock if nil).
-func NewMemoryStore(c clock.Clock) *MemoryStore {
+// NewMemoryStore returns an empty in-memory store, the one every Limiter
+// has by default, that reads the time it judges expiry at from c (the real
+// clock if nil). Share one between Limiters (WithStore) to pace the same
+// pairs as one within a process. It is safe for concurrent use.
+func NewMemoryStore(c clock.Clock) Store { return newMemoryStore(c) }
+
+func newMemoryStore(c clock.Clock) *memoryStore {
 	if c == nil {
 		c = clock.New()
 	}
-	return &MemoryStore{clock: c, seed: rand.Uint64() | 1}
+	return &memoryStore{clock: c, seed: rand.Uint64() | 1}
 }
 
-// clockNow reads the store's clock: the real one for a zero MemoryStore.
-func (m *MemoryStore) clockNow() int64 {
+// clockNow reads the store's clock: the real one for a zero memoryStore.
+func (m *memoryStore) clockNow() int64 {
 	if m.clock == nil {
 		return time.Now().UnixNano()
 	}
@@ -174,7 +179,7 @@ func (m *MemoryStore) clockNow() int64 {
 // hash returns p's hash: the top bits pick the shard, the next ones the
 // slot. One multiplication by an odd constant of the seeded key: the high
 // bits of the product depend on every bit of the key.
-func (m *MemoryStore) hash(from, to uint64) uint64 {
+func (m *memoryStore) hash(from, to uint64) uint64 {
 	x := to ^ m.seed ^ from*0xc4ceb9fe1a85ec53
 	x ^= x >> 29
 	return x * 0x9E3779B97F4A7C15
@@ -183,7 +188,7 @@ func (m *MemoryStore) hash(from, to uint64) uint64 {
 // lock locks the shard of pair (from, to) and returns it with its hash.
 // Pairs travel as their two keys in the store: the Pair also carries a
 // hashed BSUID's string, which the store never needs.
-func (m *MemoryStore) lock(from, to uint64) (*memShard, uint64) {
+func (m *memoryStore) lock(from, to uint64) (*memShard, uint64) {
 	h := m.hash(from, to)
 	sh := &m.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
@@ -244,7 +249,7 @@ func (sh *memShard) find(p Pair, hb uint64) (*pairTable, *slot) {
 
 // get returns the slot of pair (from, to), adding it (owing nothing) if
 // missing. Called with sh.mu held.
-func (m *MemoryStore) get(sh *memShard, from, to, hb uint64, t int64) (*pairTable, *slot) {
+func (m *memoryStore) get(sh *memShard, from, to, hb uint64, t int64) (*pairTable, *slot) {
 	tb := sh.table(from)
 	if tb == nil {
 		tb = m.newTable(sh, from, t)
@@ -267,7 +272,7 @@ func (m *MemoryStore) get(sh *memShard, from, to, hb uint64, t int64) (*pairTabl
 // number whose pairs have all expired (one per new table, round robin), so
 // that tables of numbers no longer used do not pile up. Called with sh.mu
 // held.
-func (m *MemoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
+func (m *memoryStore) newTable(sh *memShard, from uint64, t int64) *pairTable {
 	now := m.horizon(sh)
 	n := 0
 	for k, tb := range sh.tabs {
@@ -344,9 +349,9 @@ func (tb *pairTable) wrote(d int64) {
 // floor returns a lower bound of every Due in the table.
 func (tb *pairTable) floor() int64 { return min(tb.minDue, tb.passWrote) }
 
-func (tb *pairTable) state(s *slot) State {
+func (tb *pairTable) state(s *slot) pairstore.State {
 	due, far := tb.due(s)
-	st := State{Due: due, Top: s.w >> dueBits}
+	st := pairstore.State{Due: due, Top: s.w >> dueBits}
 	if tb.holds != nil {
 		if h, ok := tb.holds[s.key]; ok {
 			st.Hold, st.Fails = h.hold, h.fails
@@ -359,7 +364,7 @@ func (tb *pairTable) state(s *slot) State {
 }
 
 // set stores st in s. Called with the shard's mu held.
-func (tb *pairTable) set(s *slot, st State) {
+func (tb *pairTable) set(s *slot, st pairstore.State) {
 	d, far := tb.encode(st.Due)
 	s.w = (st.Top&topMask)<<dueBits | d
 	tb.wrote(st.Due)
@@ -402,7 +407,7 @@ const lagMemory = 5 * time.Minute
 // clock read costs as much as the rest of a call). A call not timed asked
 // no earlier than 2^16 ns before one timed at most timeEvery calls before
 // it. Called with sh.mu held.
-func (m *MemoryStore) saw(sh *memShard, t int64) {
+func (m *memoryStore) saw(sh *memShard, t int64) {
 	if p := sh.past; p == 0 || pastUnit(t, sh.own.epoch) < p {
 		m.timeCall(sh, t)
 	}
@@ -424,7 +429,7 @@ func pastUnit(t, epoch int64) uint32 {
 // bodies, so that their common path spills nothing around it.
 //
 //go:noinline
-func (m *MemoryStore) timeCall(sh *memShard, t int64) {
+func (m *memoryStore) timeCall(sh *memShard, t int64) {
 	sh.past = pastUnit(t, sh.own.epoch)
 	clk := m.clockNow()
 	sh.rotate(clk)
@@ -453,7 +458,7 @@ func (sh *memShard) present(clk int64) int64 {
 // instant asked in the shard, the clock, and the shard's present (the clock
 // moved back by how far behind it the shard's recent calls asked). Called
 // with sh.mu held.
-func (m *MemoryStore) horizon(sh *memShard) int64 {
+func (m *memoryStore) horizon(sh *memShard) int64 {
 	clk := m.clockNow()
 	sh.rotate(clk)
 	return min(sh.now, sh.present(clk))
@@ -464,7 +469,7 @@ func (m *MemoryStore) horizon(sh *memShard) int64 {
 // a sweep: none), fill 70 % of it, and moves its epoch to epochBack before
 // now.
 // Called with sh.mu held.
-func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
+func (m *memoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
 	epoch := max(tb.epoch, sat.Sub(now, epochBack))
 	if tb.holds == nil && epoch == tb.epoch {
@@ -472,7 +477,7 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 		return
 	}
 	old := tb.slots
-	states := make([]State, 0, int(tb.live)) // the survivors, in order
+	states := make([]pairstore.State, 0, int(tb.live)) // the survivors, in order
 	for i := range old {
 		s := &old[i]
 		if s.key == 0 {
@@ -513,8 +518,8 @@ func (m *MemoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 
 // regrow is rebuild for a table with no side entries whose epoch stays:
 // expired slots are dropped and the others move word for word.
-func (m *MemoryStore) regrow(tb *pairTable, now int64, need int) {
-	limit := now - int64(KeepAfterDue)
+func (m *memoryStore) regrow(tb *pairTable, now int64, need int) {
+	limit := now - int64(pairstore.KeepAfterDue)
 	old := tb.slots
 	live := 0
 	for i := range old {
@@ -574,7 +579,7 @@ const (
 // to the shard, records t as the shard's latest instant and sweeps tb, and
 // every crossEvery calls other shards. Called with sh.mu held, after the
 // call is done with its slot.
-func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
+func (m *memoryStore) step(sh *memShard, tb *pairTable, t int64) {
 	if sh.ops++; sh.ops%sweepEvery != 0 {
 		return
 	}
@@ -583,7 +588,7 @@ func (m *MemoryStore) step(sh *memShard, tb *pairTable, t int64) {
 
 // sweepStep is step's work on every sweepEvery-th call. Called with sh.mu
 // held.
-func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
+func (m *memoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 	sh.now = max(sh.now, t)
 	if sh.ops%timeEvery == 0 {
 		sh.past = 0 // the next call is timed
@@ -601,14 +606,14 @@ func (m *MemoryStore) sweepStep(sh *memShard, tb *pairTable, t int64) {
 // by the shards visited: two sweeps at once may visit the same shards and
 // pass over as many others for a turn. Called with sh.mu held: TryLock
 // never waits, so shards never deadlock.
-func (m *MemoryStore) cross(sh *memShard) {
+func (m *memoryStore) cross(sh *memShard) {
 	for {
 		cur := m.now.Load()
 		if cur >= sh.now || m.now.CompareAndSwap(cur, sh.now) {
 			break
 		}
 	}
-	limit := max(sh.now, m.now.Load()) - int64(KeepAfterDue)
+	limit := max(sh.now, m.now.Load()) - int64(pairstore.KeepAfterDue)
 	budget := crossSlots
 	next := m.rot.Load()
 	visits := uint32(0)
@@ -641,7 +646,7 @@ func (m *MemoryStore) cross(sh *memShard) {
 // and returns how many it examined (at least 1). When the cursor wraps
 // around it refreshes the clock, shrinks a table that is less than a
 // quarter full and drops an empty one. Called with sh.mu held.
-func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
+func (m *memoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	asked := max(sh.now, m.now.Load())
 	if min(asked, tb.clk)-tb.epoch > 2*epochBack && m.horizon(sh)-tb.epoch > 2*epochBack {
 		m.rebuild(sh, tb, 0) // time moved on: move the epoch with it
@@ -651,17 +656,17 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 	if tb == &sh.own && len(sh.tabs) == 0 && sh.low.Load() != floor {
 		sh.low.Store(floor) // it bounds every Due in the shard
 	}
-	if asked-int64(KeepAfterDue) < floor {
+	if asked-int64(pairstore.KeepAfterDue) < floor {
 		return 1 // nothing can have expired
 	}
-	if tb.clk-int64(KeepAfterDue) < floor {
+	if tb.clk-int64(pairstore.KeepAfterDue) < floor {
 		tb.clk = m.clockNow()
-		if tb.clk-int64(KeepAfterDue) < floor {
+		if tb.clk-int64(pairstore.KeepAfterDue) < floor {
 			return 1
 		}
 	}
 	now := min(asked, sh.present(tb.clk))
-	limit := now - int64(KeepAfterDue)
+	limit := now - int64(pairstore.KeepAfterDue)
 	done := 0
 	for ; done < k; done++ {
 		if int(tb.cursor) >= len(tb.slots) {
@@ -697,7 +702,7 @@ func (m *MemoryStore) sweep(sh *memShard, tb *pairTable, k int) int {
 
 // delete empties slot i and shifts back the slots of its cluster that may
 // move (backward-shift deletion), so that no tombstone is left.
-func (tb *pairTable) delete(i int, m *MemoryStore) {
+func (tb *pairTable) delete(i int, m *memoryStore) {
 	if tb.holds != nil {
 		delete(tb.holds, tb.slots[i].key)
 	}
@@ -726,7 +731,7 @@ func (tb *pairTable) delete(i int, m *MemoryStore) {
 // nextID returns a fresh 16-bit reservation ID, never 0. IDs come round
 // after 65,535 reservations in the shard; State.Cancel's Due check keeps a
 // stale ticket from matching. Called with sh.mu held.
-func (m *MemoryStore) nextID(sh *memShard) uint64 {
+func (m *memoryStore) nextID(sh *memShard) uint64 {
 	sh.seq++
 	if sh.seq == 0 {
 		sh.seq = 1
@@ -736,11 +741,11 @@ func (m *MemoryStore) nextID(sh *memShard) uint64 {
 
 // reserve is Reserve without the interface. It does not allocate, except
 // when a table grows.
-func (m *MemoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *memoryStore) reserve(p Pair, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	return m.reserveKeys(p.from, p.to, t, cost, maxWait)
 }
 
-func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *memoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	h := m.hash(from, to)
 	sh := &m.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
@@ -751,18 +756,18 @@ func (m *MemoryStore) reserveKeys(from, to uint64, t int64, cost, maxWait time.D
 // Limiter.ReserveN's hot path: a new pair, a Due kept in the side map, a
 // table other than the last used, a maximum wait. Called with sh.mu held;
 // it unlocks it.
-func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (Ticket, bool) {
+func (m *memoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	m.saw(sh, t)
 	tb, s := m.get(sh, from, to, hb, t)
 	due, far := tb.due(s)
-	old := State{Due: due, Top: s.w >> dueBits}
+	old := pairstore.State{Due: due, Top: s.w >> dueBits}
 	if far {
 		old = tb.state(s)
 	}
 	if old.Next(t) > sat.Add(t, int64(maxWait)) {
 		m.step(sh, tb, t)
 		sh.mu.Unlock()
-		return Ticket{Act: old.Next(t)}, false
+		return pairstore.Ticket{Act: old.Next(t)}, false
 	}
 	st, tk := old.Reserve(t, cost, m.nextID(sh))
 	if d, farNow := tb.encode(st.Due); !far && !farNow {
@@ -780,7 +785,7 @@ func (m *MemoryStore) reserveLocked(sh *memShard, from, to, hb uint64, t int64, 
 	return tk, true
 }
 
-func (m *MemoryStore) next(p Pair, t int64) int64 {
+func (m *memoryStore) next(p Pair, t int64) int64 {
 	sh, hb := m.lock(p.from, p.to)
 	m.saw(sh, t)
 	tb, s := sh.find(p, hb)
@@ -789,10 +794,10 @@ func (m *MemoryStore) next(p Pair, t int64) int64 {
 		due = tb.state(s).Due
 	}
 	sh.mu.Unlock()
-	return State{Due: due}.Next(t)
+	return pairstore.State{Due: due}.Next(t)
 }
 
-func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
+func (m *memoryStore) cancel(p Pair, t int64, tk pairstore.Ticket) bool {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	if t != math.MinInt64 { // MinInt64 is Refund's "whatever the time"
@@ -810,7 +815,7 @@ func (m *MemoryStore) cancel(p Pair, t int64, tk Ticket) bool {
 	return ok
 }
 
-func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
+func (m *memoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Duration {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	m.saw(sh, t)
@@ -821,7 +826,7 @@ func (m *MemoryStore) refuse(p Pair, t int64, holds []time.Duration) time.Durati
 	return hold
 }
 
-func (m *MemoryStore) accept(p Pair, t int64) {
+func (m *memoryStore) accept(p Pair, t int64) {
 	sh, hb := m.lock(p.from, p.to)
 	defer sh.mu.Unlock()
 	m.saw(sh, t)
@@ -838,7 +843,7 @@ func (m *MemoryStore) accept(p Pair, t int64) {
 
 // Len returns the number of pairs the store holds state for, expired ones
 // not yet dropped included.
-func (m *MemoryStore) Len() int {
+func (m *memoryStore) Len() int {
 	n := 0
 	for i := range m.shards {
 		sh := &m.shards[i]
@@ -853,29 +858,29 @@ func (m *MemoryStore) Len() int {
 }
 
 // Reserve implements [Store]; it never fails.
-func (m *MemoryStore) Reserve(_ context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (Ticket, bool, error) {
+func (m *memoryStore) Reserve(_ context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok := m.reserve(p, t.UnixNano(), cost, maxWait)
 	return tk, ok, nil
 }
 
 // Next implements [Store]; it never fails.
-func (m *MemoryStore) Next(_ context.Context, p Pair, t time.Time) (time.Time, error) {
+func (m *memoryStore) Next(_ context.Context, p Pair, t time.Time) (time.Time, error) {
 	return time.Unix(0, m.next(p, t.UnixNano())), nil
 }
 
 // Cancel implements [Store]; it never fails.
-func (m *MemoryStore) Cancel(_ context.Context, p Pair, t time.Time, tk Ticket) (bool, error) {
+func (m *memoryStore) Cancel(_ context.Context, p Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	return m.cancel(p, t.UnixNano(), tk), nil
 }
 
 // Refuse implements [Store]; it never fails. The memory store keeps a
 // pair's 131056 count for 15 minutes after its hold, whatever memory says.
-func (m *MemoryStore) Refuse(_ context.Context, p Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
+func (m *memoryStore) Refuse(_ context.Context, p Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
 	return m.refuse(p, t.UnixNano(), holds), nil
 }
 
 // Accept implements [Store]; it never fails.
-func (m *MemoryStore) Accept(_ context.Context, p Pair, t time.Time) error {
+func (m *memoryStore) Accept(_ context.Context, p Pair, t time.Time) error {
 	m.accept(p, t.UnixNano())
 	return nil
 }

@@ -8,9 +8,11 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"pgregory.net/rapid"
+
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
-// memModel is an independent model of what a MemoryStore must answer: per
+// memModel is an independent model of what a memoryStore must answer: per
 // pair the exact debt, hold, 131056 count and the reservation on top, kept
 // for ever, and written from the package doc's rules rather than with
 // State's methods. The store may forget a pair only once the pair's state
@@ -23,7 +25,7 @@ type memModel struct {
 	pairs   map[Pair]*modelPair
 	asked   int64 // the latest instant asked
 	nextRes int   // the model's own reservation IDs
-	store   *MemoryStore
+	store   *memoryStore
 	shards  map[uint64]*modelShard
 }
 
@@ -108,8 +110,8 @@ type modelRes struct {
 	prevTop     int
 	prevDue     int64
 	act, end    int64
-	tk          Ticket      // the store's ticket
-	lim         Reservation // or the limiter's reservation
+	tk          pairstore.Ticket // the store's ticket
+	lim         Reservation      // or the limiter's reservation
 	fromLimiter bool
 }
 
@@ -125,7 +127,7 @@ func (m *memModel) get(p Pair) *modelPair {
 // forgettable reports whether the store may have forgotten mp, p's state,
 // by now.
 func (m *memModel) forgettable(p Pair, mp *modelPair, clk int64) bool {
-	limit := m.horizon(p, clk) - int64(KeepAfterDue)
+	limit := m.horizon(p, clk) - int64(pairstore.KeepAfterDue)
 	ok := mp.due <= limit && (mp.fails == 0 || mp.hold <= limit-int64(failMemory))
 	mp.mayForget = mp.mayForget || ok
 	return ok
@@ -210,7 +212,7 @@ func checkMemoryStoreModel(t *rapid.T) {
 	}
 	clk := &modelClock{Clock: clock.NewMock(), now: now + skew}
 	seed := rapid.Uint64().Draw(t, "seed") | 1
-	store := &MemoryStore{clock: clk, seed: seed}
+	store := &memoryStore{clock: clk, seed: seed}
 	margin := time.Duration(rapid.SampledFrom([]int64{0, int64(DefaultMargin), 999_999_999}).Draw(t, "margin"))
 	lim := New(Meta, WithClock(clk), WithStore(store), WithMargin(margin))
 	if lim.mem != store {
@@ -231,7 +233,7 @@ func checkMemoryStoreModel(t *rapid.T) {
 	instant := func(label string) int64 {
 		switch rapid.IntRange(0, 5).Draw(t, label+" when") {
 		case 0: // slightly past, within what the store keeps
-			return now - rapid.Int64Range(0, int64(KeepAfterDue)).Draw(t, label+" back")
+			return now - rapid.Int64Range(0, int64(pairstore.KeepAfterDue)).Draw(t, label+" back")
 		case 1, 2:
 			return now
 		case 3: // seconds to an hour ahead
@@ -273,7 +275,7 @@ func checkMemoryStoreModel(t *rapid.T) {
 		zero := &modelPair{due: math.MinInt64}
 		var got, gotEnd int64
 		var res Reservation
-		var tk Ticket
+		var tk pairstore.Ticket
 		if viaLimiter {
 			res = lim.ReserveN(time.Unix(0, at), p, n)
 			if !res.OK() {

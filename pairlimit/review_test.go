@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // TestSharedStoreManyGoroutinesSchedules: three limiters with different
 // margins on one memory store, twelve goroutines, instants up to
-// KeepAfterDue in the past and 90 s in the future of a clock that moves on,
+// pairstore.KeepAfterDue in the past and 90 s in the future of a clock that moves on,
 // cancels and 131056s; every pair's sends pass Replay.
 func TestSharedStoreManyGoroutinesSchedules(t *testing.T) {
 	for seed := range uint64(20) {
@@ -41,7 +42,7 @@ func TestSharedStoreManyGoroutinesSchedules(t *testing.T) {
 					var at time.Time
 					switch rng.IntN(4) {
 					case 0:
-						at = now.Add(-time.Duration(rng.Int64N(int64(pairlimit.KeepAfterDue))))
+						at = now.Add(-time.Duration(rng.Int64N(int64(pairstore.KeepAfterDue))))
 					case 1:
 						at = now.Add(time.Duration(rng.Int64N(int64(90 * time.Second))))
 					default:
@@ -139,16 +140,7 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 	_ = r.DelayFrom(t0)
 	_ = r.TimeToAct()
 	_ = r.Err()
-	var ms pairlimit.MemoryStore
-	ctx := t.Context()
-	_, _, _ = ms.Reserve(ctx, q, t0, time.Second, 0)
-	_, _ = ms.Next(ctx, q, t0)
-	_, _ = ms.Cancel(ctx, q, t0, pairlimit.Ticket{})
-	_, _ = ms.Refuse(ctx, q, t0, nil, 0)
-	_ = ms.Accept(ctx, q, t0)
-	_ = ms.Len()
-	var se pairlimit.StoreError
-	_ = se.Unwrap()
+	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
 	var ne pairlimit.NumberError
 	_ = ne.Error()
 	_ = pairlimit.Replay(pairlimit.Policy{}, nil)

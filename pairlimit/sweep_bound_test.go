@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // TestSweepBoundOnePairPerNumber: business numbers holding one pair each,
@@ -25,7 +26,7 @@ func TestSweepBoundOnePairPerNumber(t *testing.T) {
 			start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			c := &nowClock{Clock: clock.NewMock(), now: start}
 			lim := pairlimit.New(pairlimit.Meta, pairlimit.WithClock(c))
-			live := int((pairlimit.Meta.Interval + pairlimit.KeepAfterDue) / gap)
+			live := int((pairlimit.Meta.Interval + pairstore.KeepAfterDue) / gap)
 			n := 300_000
 			worst := 0.0
 			for i := range n {

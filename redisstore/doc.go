@@ -15,8 +15,8 @@
 // # Model
 //
 // A Store keeps state only. Each decision is one Lua script that applies
-// exactly the pure rule its interface names ([pairlimit.State],
-// [throughput.BucketState], [throughput.TierState]) on the instant and the
+// exactly the pure rule its interface names ([pairstore.State],
+// [throughputstore.BucketState], [throughputstore.TierState]) on the instant and the
 // figures the caller passes: one round trip, atomic, run by its SHA1
 // (EVALSHA, falling back to EVAL when the server lost the script, as
 // go-redis's Script does). Give-back is exact under concurrency: a ticket
@@ -25,12 +25,12 @@
 // caller's instant in microseconds, or one more than the highest ID the key
 // handed out (from 1 again where that would reach 2^53, after 2255), and a
 // give-back also checks that the pair still owes what
-// the ticket left it (pairlimit.Ticket.End), so a stale ticket never undoes
+// the ticket left it (pairstore.Ticket.End), so a stale ticket never undoes
 // a later reservation. A pair's reservation answers with the state it
 // found (Redis sends a string it already holds), alone when it reserved
 // and in an array of one when it refused, so that the decision is always
 // the script's; the Go side derives the ticket from that state by the
-// script's own arithmetic, which is [pairlimit.State.Reserve] exactly
+// script's own arithmetic, which is [pairstore.State.Reserve] exactly
 // while debts and instants lie within 104 days of each other. A Due
 // saturates at the largest instant, as State.Reserve's does.
 //

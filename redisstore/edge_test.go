@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // A debt that saturates (a cost of pairlimit.InfDuration, as
@@ -28,7 +30,7 @@ func TestPairSaturatedDebtStaysOwed(t *testing.T) {
 	if _, ok, err := s.Reserve(ctx, p, t0, pairlimit.InfDuration, pairlimit.InfDuration); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	var model pairlimit.State
+	var model pairstore.State
 	model, _ = model.Reserve(t0.UnixNano(), pairlimit.InfDuration, 1)
 	at := t0.Add(time.Second)
 	tk, ok, err := s.Reserve(ctx, p, at, time.Second, time.Hour)
@@ -148,7 +150,7 @@ func TestScriptFlushUnderConcurrency(t *testing.T) {
 			n++
 		}
 	}()
-	tks := make(chan pairlimit.Ticket, workers*each)
+	tks := make(chan pairstore.Ticket, workers*each)
 	ids := make(chan uint64, workers*each)
 	var wg sync.WaitGroup
 	for range workers {
@@ -273,7 +275,7 @@ func TestPairSaturatedDebtGivenBack(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		var model pairlimit.State
+		var model pairstore.State
 		model, _ = model.Reserve(at.UnixNano(), 6*time.Second, first.ID)
 		_, mt := model.Reserve(at.UnixNano(), pairlimit.InfDuration, tk.ID)
 		if tk != mt {
@@ -291,7 +293,7 @@ func TestPairSaturatedDebtGivenBack(t *testing.T) {
 
 // A paused bucket (the interval of a rate of 0, MaxInt64/4) reserved
 // again and again without a bound on the wait acts ever later, saturating
-// at the largest instant, as throughput.BucketState.Reserve does. Its TAT
+// at the largest instant, as throughputstore.BucketState.Reserve does. Its TAT
 // passed 2^63 ns from the base and came back from Redis as the smallest
 // int64: a reservation to act in 1677, at once.
 func TestPausedBucketSaturates(t *testing.T) {
@@ -299,13 +301,13 @@ func TestPausedBucketSaturates(t *testing.T) {
 	ctx := t.Context()
 	th := s.Throughput()
 	const interval = time.Duration(math.MaxInt64 / 4)
-	var model throughput.BucketState
+	var model throughputstore.BucketState
 	for i := range 6 {
 		tk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, interval, 1, throughput.InfDuration)
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		var mt throughput.BucketTicket
+		var mt throughputstore.BucketTicket
 		model, mt = model.Reserve(t0.UnixNano(), 1, interval, 1, tk.ID)
 		// offsets past 2^53 ns round to the double: a few hundred ns
 		if d := tk.Act - mt.Act; d < -1024 || d > 1024 {
@@ -334,7 +336,7 @@ func TestPairEndlessHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, want := pairlimit.State{}.Refuse(t0.UnixNano(), holds)
+	model, want := pairstore.State{}.Refuse(t0.UnixNano(), holds)
 	if got != want {
 		t.Errorf("Refuse = %v, want %v", got, want)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/redisstore"
 	"github.com/wapace/wapace/throughput"
 )
@@ -18,7 +19,7 @@ func TestKeysExpireWhenDebtIsRepaid(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	st := redisstore.New(rdb, redisstore.WithPrefix(prefix))
 	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(st))
-	keep := pairlimit.KeepAfterDue + redisstore.SkewAllowance
+	keep := pairstore.KeepAfterDue + redisstore.SkewAllowance
 	for _, tc := range []struct {
 		name string
 		at   time.Time
@@ -68,7 +69,7 @@ func TestRefundKeepsExpiry(t *testing.T) {
 		_ = a
 		ttl, err := rdb.PTTL(t.Context(), key).Result()
 		if err != nil || ttl <= 0 || ttl > 2*time.Minute {
-			t.Errorf("at %v: PTTL after a refund = %v, %v; want about the pair's debt plus %v", at, ttl, err, pairlimit.KeepAfterDue+redisstore.SkewAllowance)
+			t.Errorf("at %v: PTTL after a refund = %v, %v; want about the pair's debt plus %v", at, ttl, err, pairstore.KeepAfterDue+redisstore.SkewAllowance)
 		}
 		rdb.Del(t.Context(), key)
 	}

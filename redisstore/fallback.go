@@ -7,7 +7,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // localBit marks the IDs of tickets the local fallback handed out, so that
@@ -35,7 +37,7 @@ func WithLocalFallback(c clock.Clock) Option {
 			c = clock.New()
 		}
 		s.local = pairlimit.NewMemoryStore(c)
-		s.localTP = throughput.NewMemoryStore(throughput.WithClock(c))
+		s.localTP = throughput.NewMemoryStore(c)
 	}
 }
 
@@ -45,7 +47,7 @@ func (s *Store) fallback(err error) bool {
 	return s.local != nil && errors.Is(err, ErrUnavailable)
 }
 
-func (s *Store) localReserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *Store) localReserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok, err := s.local.Reserve(ctx, p, t, cost, maxWait)
 	if ok {
 		tk.ID |= localBit
@@ -56,7 +58,7 @@ func (s *Store) localReserve(ctx context.Context, p pairlimit.Pair, t time.Time,
 	return tk, ok, err
 }
 
-func (s *Store) localCancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *Store) localCancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	tk.ID &^= localBit
 	tk.PrevTop &^= localBit
 	return s.local.Cancel(ctx, p, t, tk)
@@ -66,7 +68,7 @@ func (th *Throughput) fallback(err error) bool {
 	return th.s.localTP != nil && errors.Is(err, ErrUnavailable)
 }
 
-func (th *Throughput) localReserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughput.BucketTicket, bool, error) {
+func (th *Throughput) localReserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	tk, ok, err := th.s.localTP.Reserve(ctx, key, t, n, interval, burst, maxWait)
 	if ok {
 		tk.ID |= localBit
@@ -77,7 +79,7 @@ func (th *Throughput) localReserve(ctx context.Context, key string, t time.Time,
 	return tk, ok, err
 }
 
-func (th *Throughput) localCancel(ctx context.Context, key string, t time.Time, tk throughput.BucketTicket) (bool, error) {
+func (th *Throughput) localCancel(ctx context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
 	if th.s.localTP == nil {
 		return false, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // Surviving a loss of Redis's state: see the package doc, "Losing
@@ -198,7 +199,7 @@ func (sw *shadow) floor(p pairlimit.Pair) int64 {
 
 // reserved records that this process's reservation tk left p owing until
 // tk.End; now is an instant the caller knows to be past.
-func (sw *shadow) reserved(p pairlimit.Pair, tk pairlimit.Ticket, now int64) {
+func (sw *shadow) reserved(p pairlimit.Pair, tk pairstore.Ticket, now int64) {
 	sh := sw.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -219,7 +220,7 @@ func (sw *shadow) reserved(p pairlimit.Pair, tk pairlimit.Ticket, now int64) {
 // raised it since, and reports whether it did. It lowers first so that a
 // reservation racing the give-back is not lifted to the debt being given
 // back (Redis decides it on its state, which holds tk until the give-back).
-func (sw *shadow) givingBack(p pairlimit.Pair, tk pairlimit.Ticket) bool {
+func (sw *shadow) givingBack(p pairlimit.Pair, tk pairstore.Ticket) bool {
 	sh := sw.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -236,7 +237,7 @@ func (sw *shadow) givingBack(p pairlimit.Pair, tk pairlimit.Ticket) bool {
 }
 
 // notGivenBack undoes givingBack when Redis did not give tk back.
-func (sw *shadow) notGivenBack(p pairlimit.Pair, tk pairlimit.Ticket) {
+func (sw *shadow) notGivenBack(p pairlimit.Pair, tk pairstore.Ticket) {
 	sh := sw.shard(p)
 	sh.mu.Lock()
 	if sh.m == nil {
@@ -251,7 +252,7 @@ func (sw *shadow) notGivenBack(p pairlimit.Pair, tk pairlimit.Ticket) {
 // sweep drops the debts repaid KeepAfterDue before now and, if the shard
 // is still over its bound, the earliest ones. Called with sh.mu held.
 func (sh *shadowShard) sweep(now int64) {
-	limit := sat.Sub(now, int64(pairlimit.KeepAfterDue))
+	limit := sat.Sub(now, int64(pairstore.KeepAfterDue))
 	for p, d := range sh.m {
 		if d <= limit {
 			delete(sh.m, p)

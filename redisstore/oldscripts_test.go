@@ -148,7 +148,7 @@ if t > 86400 * E9 or t < -86400 * E9 then
   if hold then hold = hold - t end
   bs, bn, t = tsec, tns, 0
 end
--- restate TAT for a slower interval (throughput.BucketState.Reserve)
+-- restate TAT for a slower interval (throughputstore.BucketState.Reserve)
 if iv and iv > 0 and interval > iv and tat and tat > t then
   local e = tat - burst * iv
   local ref = math.max(math.min(t, e), e - burst * iv)

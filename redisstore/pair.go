@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 var _ pairlimit.Store = (*Store)(nil)
@@ -41,7 +42,7 @@ func fromBase(a []any, i int) int64 {
 // Reserve implements [pairlimit.Store]: State.Reserve in one script, with
 // the pair's Due lifted to this Store's own floor for it and, after a loss
 // of Redis's state, to the loss's quarantine (see StateLoss).
-func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	wait := noWait
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
@@ -66,7 +67,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
-		return pairlimit.Ticket{}, false, err
+		return pairstore.Ticket{}, false, err
 	}
 	if raw, ok := markerOf(v); ok { // another marker: learn it, and lift as the script did
 		mk = s.learn(num, raw, mk.raw != "")
@@ -78,7 +79,7 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	}
 	tk, ok, shape := reserveWith(v, tn, cost, maxWait, lf)
 	if !shape {
-		return pairlimit.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
+		return pairstore.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
 	}
 	if ok {
 		s.shadow.reserved(p, tk, min(tn, time.Now().UnixNano()))
@@ -172,7 +173,7 @@ func (l lift) apply(bs, bn, t, d float64, has, stateless bool) (float64, bool) {
 }
 
 // reserveFrom is reserveWith without a lift.
-func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Ticket, ok, shape bool) {
+func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairstore.Ticket, ok, shape bool) {
 	return reserveWith(v, tn, cost, maxWait, lift{})
 }
 
@@ -183,11 +184,11 @@ func reserveFrom(v any, tn int64, cost, maxWait time.Duration) (tk pairlimit.Tic
 // the lift the script applied, the Go side replays the script's arithmetic
 // on the same doubles (the base's move, the lift, act = max(t, Due), Due =
 // act + cost saturating at the largest instant, the ID rule of newID):
-// within 2^53 ns of the base that is pairlimit.State.Reserve exactly, and
+// within 2^53 ns of the base that is pairstore.State.Reserve exactly, and
 // beyond it (debts or instants more than 104 days apart) it still names
 // the Due the script stored. From the script's own five integers
 // (miniredis) it reads them. shape reports whether v was either.
-func reserveWith(v any, tn int64, cost, maxWait time.Duration, lf lift) (tk pairlimit.Ticket, ok, shape bool) {
+func reserveWith(v any, tn int64, cost, maxWait time.Duration, lf lift) (tk pairstore.Ticket, ok, shape bool) {
 	switch x := v.(type) {
 	case string:
 		return replayReserve(x, tn, cost, lf)
@@ -215,7 +216,7 @@ func reserveWith(v any, tn int64, cost, maxWait time.Duration, lf lift) (tk pair
 			if lf.hasFloor {
 				act = max(act, sat.Add(tn, lf.floff))
 			}
-			return pairlimit.Ticket{Act: act}, false, true
+			return pairstore.Ticket{Act: act}, false, true
 		}
 		if len(x) != 5 {
 			return tk, false, false
@@ -262,7 +263,7 @@ func (st *packedPair) decode(raw string) bool {
 // replayReserve is the reservation pairReserveLua made at tn on the state
 // raw, computed with the script's doubles. Each float64 conversion rounds
 // as Lua does, and forbids a fused multiply-add.
-func replayReserve(raw string, tn int64, cost time.Duration, lf lift) (tk pairlimit.Ticket, ok, shape bool) {
+func replayReserve(raw string, tn int64, cost time.Duration, lf lift) (tk pairstore.Ticket, ok, shape bool) {
 	var st packedPair
 	if !st.decode(raw) {
 		return tk, false, false
@@ -378,7 +379,7 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 }
 
 // Cancel implements [pairlimit.Store]: State.Cancel in one script.
-func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	if tk.ID == 0 {
 		return false, nil
 	}
@@ -443,14 +444,14 @@ func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error
 }
 
 // pairStateOf reads p's whole state (for tests).
-func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.State, error) {
+func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairstore.State, error) {
 	v, err := s.runRO(ctx, "pair state", pairState, s.pairKeys(p), 0, 0)
 	if err != nil {
-		return pairlimit.State{}, err
+		return pairstore.State{}, err
 	}
 	a := replyArray(v)
 	base := replyInt(a, 0)*1e9 + replyInt(a, 1)
-	var st pairlimit.State
+	var st pairstore.State
 	if replyStr(a, 2) != "z" {
 		st.Due = base + replyInt(a, 2)
 	}
@@ -463,10 +464,10 @@ func (s *Store) pairStateOf(ctx context.Context, p pairlimit.Pair) (pairlimit.St
 
 // SkewAllowance is how long every key outlives the state it holds, on the
 // server's clock, on top of what the state itself needs
-// ([pairlimit.KeepAfterDue] for a pair): keys expire by PEXPIREAT at the
+// ([pairstore.KeepAfterDue] for a pair): keys expire by PEXPIREAT at the
 // instant their debt is repaid as the caller's clock tells it, and a
 // caller whose clock runs behind Redis's by less than this still finds
 // them.
 const SkewAllowance = time.Minute
 
-const keep = pairlimit.KeepAfterDue + SkewAllowance
+const keep = pairstore.KeepAfterDue + SkewAllowance

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -19,7 +20,7 @@ func newTestStore(t *testing.T) *Store {
 	return New(redistest.Client(t), WithPrefix(redistest.Prefix(t)))
 }
 
-// Every pair script applies exactly the pure pairlimit.State method its
+// Every pair script applies exactly the pure pairstore.State method its
 // Store method names: random calls at past, present and future instants
 // leave Redis holding the State the Go model computes, and answer alike.
 func TestPairScriptsApplyTheStateModel(t *testing.T) {
@@ -29,8 +30,8 @@ func TestPairScriptsApplyTheStateModel(t *testing.T) {
 	for seed := range uint64(5) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		p, _ := pairlimit.NewPair("106540352242922", "2376900000"+string(rune('1'+seed))+"1")
-		var model pairlimit.State
-		var tickets []pairlimit.Ticket
+		var model pairstore.State
+		var tickets []pairstore.Ticket
 		now := t0.Add(time.Duration(rng.Int64N(1e9)))
 		for step := range 300 {
 			now = now.Add(time.Duration(rng.Int64N(int64(4*time.Second))) - time.Second)
@@ -57,7 +58,7 @@ func TestPairScriptsApplyTheStateModel(t *testing.T) {
 					t.Fatalf("seed %d step %d: Reserve = %v %d, model %v %d", seed, step, ok, tk.Act, wantOK, wantAct)
 				}
 				if ok {
-					var mt pairlimit.Ticket
+					var mt pairstore.Ticket
 					model, mt = model.Reserve(at.UnixNano(), cost, tk.ID)
 					if diff := cmp.Diff(mt, tk); diff != "" {
 						t.Fatalf("seed %d step %d: ticket (-model +redis):\n%s", seed, step, diff)
@@ -116,7 +117,7 @@ func TestPairScriptsApplyTheStateModel(t *testing.T) {
 // relative, and a key left 1 ms (seed 1's Accept at step 137, long after
 // its last 131056) was found gone by the next Reserve once in about ten
 // -race runs on a loaded machine. A state Redis forgot must be expired.
-func checkPairState(t *testing.T, s *Store, p pairlimit.Pair, at time.Time, model pairlimit.State, where string) pairlimit.State {
+func checkPairState(t *testing.T, s *Store, p pairlimit.Pair, at time.Time, model pairstore.State, where string) pairstore.State {
 	t.Helper()
 	ctx := context.Background()
 	if ttl, err := s.rdb.PTTL(ctx, s.pairKey(p)).Result(); err != nil {
@@ -128,13 +129,13 @@ func checkPairState(t *testing.T, s *Store, p pairlimit.Pair, at time.Time, mode
 		if err := s.rdb.Del(ctx, s.pairKey(p)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		model = pairlimit.State{}
+		model = pairstore.State{}
 	}
 	got, err := s.pairStateOf(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got == (pairlimit.State{}) && model.Expired(at.UnixNano(), 15*time.Minute) {
+	if got == (pairstore.State{}) && model.Expired(at.UnixNano(), 15*time.Minute) {
 		model = got // forgotten, as State.Expired allows
 	}
 	if diff := cmp.Diff(model, got); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // packState packs a pair's state as pairSave does.
@@ -33,42 +34,42 @@ func TestReserveFrom(t *testing.T) {
 		name    string
 		v       any
 		maxWait time.Duration
-		want    pairlimit.Ticket
+		want    pairstore.Ticket
 		ok      bool
 		shape   bool
 	}{
-		{"no state", "", pairlimit.InfDuration, pairlimit.Ticket{ID: us, Act: tn, End: tn + int64(cost)}, true, true},
+		{"no state", "", pairlimit.InfDuration, pairstore.Ticket{ID: us, Act: tn, End: tn + int64(cost)}, true, true},
 		{"owes", owes, pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: base + 15e9, Act: base + 15e9, End: base + 15e9 + int64(cost)}, true, true},
-		{"owes, refused", []any{owes}, time.Second, pairlimit.Ticket{Act: base + 15e9}, false, true},
-		{"repaid, refused", []any{packState(1_764_536_390, 500, 1e9, 0, 42, 77, 0, 0, 1)}, 0, pairlimit.Ticket{Act: tn}, false, true},
-		{"no state, refused", []any{""}, 0, pairlimit.Ticket{Act: tn}, false, true},
-		{"refused, short string", []any{owes[:64]}, 0, pairlimit.Ticket{}, false, false},
-		{"refused, not a string", []any{int64(1)}, 0, pairlimit.Ticket{}, false, false},
+			pairstore.Ticket{ID: us, PrevTop: 42, PrevDue: base + 15e9, Act: base + 15e9, End: base + 15e9 + int64(cost)}, true, true},
+		{"owes, refused", []any{owes}, time.Second, pairstore.Ticket{Act: base + 15e9}, false, true},
+		{"repaid, refused", []any{packState(1_764_536_390, 500, 1e9, 0, 42, 77, 0, 0, 1)}, 0, pairstore.Ticket{Act: tn}, false, true},
+		{"no state, refused", []any{""}, 0, pairstore.Ticket{Act: tn}, false, true},
+		{"refused, short string", []any{owes[:64]}, 0, pairstore.Ticket{}, false, false},
+		{"refused, not a string", []any{int64(1)}, 0, pairstore.Ticket{}, false, false},
 		{"saturated", packState(1_764_536_390, 500, math.Ldexp(1, 63), 0, 42, 77, 0, 0, 1), pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: math.MaxInt64, Act: math.MaxInt64, End: math.MaxInt64}, true, true},
+			pairstore.Ticket{ID: us, PrevTop: 42, PrevDue: math.MaxInt64, Act: math.MaxInt64, End: math.MaxInt64}, true, true},
 		{"saturated, refused", []any{packState(1_764_536_390, 500, math.Ldexp(1, 63), 0, 42, 77, 0, 0, 1)}, time.Second,
-			pairlimit.Ticket{Act: math.MaxInt64}, false, true},
+			pairstore.Ticket{Act: math.MaxInt64}, false, true},
 		{"IDs reaching 2^53 start again", packState(1_764_536_390, 500, 0, 0, 9, 1<<53-1, 0, 0, 0), pairlimit.InfDuration,
-			pairlimit.Ticket{ID: 1, PrevTop: 9, Act: tn, End: tn + int64(cost)}, true, true},
+			pairstore.Ticket{ID: 1, PrevTop: 9, Act: tn, End: tn + int64(cost)}, true, true},
 		{"owes, wait just long enough", owes, time.Duration(base + 15e9 - tn),
-			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: base + 15e9, Act: base + 15e9, End: base + 15e9 + int64(cost)}, true, true},
+			pairstore.Ticket{ID: us, PrevTop: 42, PrevDue: base + 15e9, Act: base + 15e9, End: base + 15e9 + int64(cost)}, true, true},
 		{"repaid", packState(1_764_536_390, 500, 1e9, 0, 42, 77, 0, 0, 1), pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: base + 1e9, Act: tn, End: tn + int64(cost)}, true, true},
+			pairstore.Ticket{ID: us, PrevTop: 42, PrevDue: base + 1e9, Act: tn, End: tn + int64(cost)}, true, true},
 		{"no Due set, only a stale offset", packState(1_764_536_390, 500, 99e9, 0, 0, 77, 0, 0, 0), pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, Act: tn, End: tn + int64(cost)}, true, true},
+			pairstore.Ticket{ID: us, Act: tn, End: tn + int64(cost)}, true, true},
 		{"IDs ahead of the clock", packState(1_764_536_390, 500, 0, 0, 9, float64(us+5), 0, 0, 0), pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us + 6, PrevTop: 9, Act: tn, End: tn + int64(cost)}, true, true},
+			pairstore.Ticket{ID: us + 6, PrevTop: 9, Act: tn, End: tn + int64(cost)}, true, true},
 		{"array", []any{int64(3), int64(5e9), int64(us), int64(42), int64(-1e9)}, pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, PrevTop: 42, PrevDue: tn - 1e9, Act: tn + 5e9, End: tn + 5e9 + int64(cost)}, true, true},
+			pairstore.Ticket{ID: us, PrevTop: 42, PrevDue: tn - 1e9, Act: tn + 5e9, End: tn + 5e9 + int64(cost)}, true, true},
 		{"array, saturated", []any{int64(1), int64(math.MaxInt64 - tn + 5), int64(us), int64(42), int64(0)}, pairlimit.InfDuration,
-			pairlimit.Ticket{ID: us, PrevTop: 42, Act: math.MaxInt64, End: math.MaxInt64}, true, true},
+			pairstore.Ticket{ID: us, PrevTop: 42, Act: math.MaxInt64, End: math.MaxInt64}, true, true},
 		{"array, refused", []any{int64(0), int64(5e9), int64(0), int64(0), int64(0)}, time.Second,
-			pairlimit.Ticket{Act: tn + 5e9}, false, true},
-		{"short string", owes[:64], pairlimit.InfDuration, pairlimit.Ticket{}, false, false},
-		{"short array", []any{int64(3)}, pairlimit.InfDuration, pairlimit.Ticket{}, false, false},
-		{"integer", int64(1), pairlimit.InfDuration, pairlimit.Ticket{}, false, false},
-		{"nil", nil, pairlimit.InfDuration, pairlimit.Ticket{}, false, false},
+			pairstore.Ticket{Act: tn + 5e9}, false, true},
+		{"short string", owes[:64], pairlimit.InfDuration, pairstore.Ticket{}, false, false},
+		{"short array", []any{int64(3)}, pairlimit.InfDuration, pairstore.Ticket{}, false, false},
+		{"integer", int64(1), pairlimit.InfDuration, pairstore.Ticket{}, false, false},
+		{"nil", nil, pairlimit.InfDuration, pairstore.Ticket{}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tk, ok, shape := reserveFrom(tc.v, tn, cost, tc.maxWait)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -128,8 +129,8 @@ func TestFarInstantsMatchModel(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(seed, 1))
 		p, _ := pairlimit.NewPair("106540352242923", "23769000"+string(rune('0'+seed%10))+string(rune('0'+seed/10))+"01")
-		var model pairlimit.State
-		var tks []pairlimit.Ticket
+		var model pairstore.State
+		var tks []pairstore.Ticket
 		for step := range 30 {
 			at := instants[rng.IntN(len(instants))].Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
 			switch rng.IntN(4) {
@@ -185,7 +186,7 @@ func TestRefundGivesBackExactly(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
 	p, _ := pairlimit.NewPair("106540352242924", "237690000001")
-	var model pairlimit.State
+	var model pairstore.State
 	tk1, _, _ := s.Reserve(ctx, p, t0, 6250*time.Millisecond, pairlimit.InfDuration)
 	model, _ = model.Reserve(t0.UnixNano(), 6250*time.Millisecond, tk1.ID)
 	tk2, _, _ := s.Reserve(ctx, p, t0, 12250*time.Millisecond, pairlimit.InfDuration)

@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 var (
@@ -20,7 +22,7 @@ var (
 )
 
 // oldReserve is b16edfb's Store.Reserve.
-func (s *Store) oldReserve(t *testing.T, p pairlimit.Pair, at time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool) {
+func (s *Store) oldReserve(t *testing.T, p pairlimit.Pair, at time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool) {
 	t.Helper()
 	wait := int64(-1)
 	if maxWait < pairlimit.InfDuration {
@@ -33,7 +35,7 @@ func (s *Store) oldReserve(t *testing.T, p pairlimit.Pair, at time.Time, cost, m
 	}
 	a := replyArray(v)
 	base := replyInt(a, 1)*1e9 + replyInt(a, 2)
-	tk := pairlimit.Ticket{Act: base + replyInt(a, 3)}
+	tk := pairstore.Ticket{Act: base + replyInt(a, 3)}
 	if replyInt(a, 0) != 1 {
 		return tk, false
 	}
@@ -46,7 +48,7 @@ func (s *Store) oldReserve(t *testing.T, p pairlimit.Pair, at time.Time, cost, m
 }
 
 // oldCancel is b16edfb's Store.Cancel.
-func (s *Store) oldCancel(t *testing.T, p pairlimit.Pair, at time.Time, tk pairlimit.Ticket) bool {
+func (s *Store) oldCancel(t *testing.T, p pairlimit.Pair, at time.Time, tk pairstore.Ticket) bool {
 	t.Helper()
 	if tk.ID == 0 {
 		return false
@@ -95,8 +97,8 @@ func TestRollingUpgradeSharesKeys(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 131))
 		p, _ := pairlimit.NewPair("106540352242922", strconv.Itoa(237690000040+int(seed)))
-		var model pairlimit.State
-		var tickets []pairlimit.Ticket
+		var model pairstore.State
+		var tickets []pairstore.Ticket
 		now := t0.Add(time.Duration(rng.Int64N(1e9)))
 		for step := range 250 {
 			now = now.Add(time.Duration(rng.Int64N(int64(4*time.Second))) - time.Second)
@@ -114,7 +116,7 @@ func TestRollingUpgradeSharesKeys(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					maxWait = time.Duration(rng.Int64N(int64(10 * time.Second)))
 				}
-				var tk pairlimit.Ticket
+				var tk pairstore.Ticket
 				var ok bool
 				if old {
 					tk, ok = s.oldReserve(t, p, at, cost, maxWait)
@@ -130,7 +132,7 @@ func TestRollingUpgradeSharesKeys(t *testing.T) {
 					t.Fatalf("seed %d step %d (old %v): Reserve = %v %d, model %v %d", seed, step, old, ok, tk.Act, wantOK, wantAct)
 				}
 				if ok {
-					var mt pairlimit.Ticket
+					var mt pairstore.Ticket
 					model, mt = model.Reserve(at.UnixNano(), cost, tk.ID)
 					if diff := cmp.Diff(mt, tk); diff != "" {
 						t.Fatalf("seed %d step %d (old %v): ticket (-model +redis):\n%s", seed, step, old, diff)
@@ -183,7 +185,7 @@ var (
 )
 
 // bucketStateOf reads bucket key's whole state.
-func (th *Throughput) bucketStateOf(t *testing.T, key string) throughput.BucketState {
+func (th *Throughput) bucketStateOf(t *testing.T, key string) throughputstore.BucketState {
 	t.Helper()
 	h, err := th.s.rdb.HMGet(t.Context(), th.bucketKey(key)[0], "bs", "bn", "tat", "hold", "top", "iv").Result()
 	if err != nil {
@@ -202,7 +204,7 @@ func (th *Throughput) bucketStateOf(t *testing.T, key string) throughput.BucketS
 	}
 	bs, _ := num(0)
 	bn, _ := num(1)
-	var st throughput.BucketState
+	var st throughputstore.BucketState
 	if v, ok := num(2); ok {
 		st.TAT = bs*1e9 + bn + v
 	}
@@ -224,8 +226,8 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(5, 131))
 	const key, burst = "106540352242922", 4
-	var model throughput.BucketState
-	var tickets []throughput.BucketTicket
+	var model throughputstore.BucketState
+	var tickets []throughputstore.BucketTicket
 	now := t0
 	for step := range 400 {
 		now = now.Add(time.Duration(rng.Int64N(int64(300*time.Millisecond))) - 100*time.Millisecond)
@@ -245,7 +247,7 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				maxWait = time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
 			}
-			var tk throughput.BucketTicket
+			var tk throughputstore.BucketTicket
 			var ok bool
 			if old {
 				wait := int64(-1)
@@ -277,7 +279,7 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 				t.Fatalf("step %d (old %v): Reserve = %v %d, model %v %d", step, old, ok, tk.Act, wantOK, wantAct)
 			}
 			if ok {
-				var mt throughput.BucketTicket
+				var mt throughputstore.BucketTicket
 				model, mt = model.Reserve(at.UnixNano(), n, interval, burst, tk.ID)
 				if mt != tk {
 					t.Fatalf("step %d (old %v): ticket %+v, model %+v", step, old, tk, mt)

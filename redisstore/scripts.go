@@ -9,7 +9,7 @@ import (
 // Pair state, one string per (number, recipient): nine numbers, packed
 // with Redis's struct library as little-endian doubles (or, on servers
 // without it, such as miniredis, written out in decimal): the base instant
-// (bs seconds, bn nanoseconds), then pairlimit.State as nanosecond offsets
+// (bs seconds, bn nanoseconds), then pairstore.State as nanosecond offsets
 // from it, d = Due and h = Hold, then top = Top, hw = the highest ID handed
 // out, f = Fails, m = the memory of the last Refuse, and flags (1: d is
 // set, 2: h is set; unset means zero). Offsets keep the scripts in plain
@@ -17,7 +17,7 @@ import (
 // to the instant of any call more than a day from it). IDs are the caller's instant in
 // microseconds, or hw + 1 if that is not higher (below 2^53 until the year
 // 2255, so exact as doubles); Cancel also checks Ticket.End, as
-// pairlimit.State.Cancel does. One GET reads a pair, one SET ... PXAT
+// pairstore.State.Cancel does. One GET reads a pair, one SET ... PXAT
 // writes it with its expiry.
 //
 // Instants travel as two arguments, Unix seconds and nanoseconds, and come
@@ -281,7 +281,7 @@ if h then hs = string.format('%d', h) end
 return {string.format('%d', bs), string.format('%d', bn), ds, hs, string.format('%d', f), string.format('%d', top)}
 `
 
-// Bucket state, one hash per key, holding throughput.BucketState as
+// Bucket state, one hash per key, holding throughputstore.BucketState as
 // offsets from a base instant (bs, bn) like a pair's: tat = TAT, hold =
 // Hold (absent: zero, a full bucket and no hold), top = Top, hw = the
 // highest ID handed out, iv = Interval (absent: zero). IDs are Redis's
@@ -348,7 +348,7 @@ if not found then
     if not tat or q > tat then tat = q end
   end
 end
--- restate TAT for a slower interval (throughput.BucketState.Reserve)
+-- restate TAT for a slower interval (throughputstore.BucketState.Reserve)
 if iv and iv > 0 and interval > iv and tat and tat > t then
   local e = tat - burst * iv
   local ref = math.max(math.min(t, e), e - burst * iv)

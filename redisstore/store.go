@@ -91,8 +91,8 @@ type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	local   *pairlimit.MemoryStore  // with WithLocalFallback: decides while Redis is down
-	localTP *throughput.MemoryStore // the same for the throughput limits
+	local   pairlimit.Store  // with WithLocalFallback: decides while Redis is down
+	localTP throughput.Store // the same for the throughput limits
 
 	// Surviving a loss of Redis's state (loss.go).
 	shadow      shadow        // the debts this Store's own reservations left

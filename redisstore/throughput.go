@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Throughput returns the Store's implementation of [throughput.Store], for
@@ -45,7 +46,7 @@ var (
 )
 
 // Reserve implements [throughput.Store]: BucketState.Reserve in one script.
-func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughput.BucketTicket, bool, error) {
+func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	wait := int64(-1)
 	if maxWait < throughput.InfDuration {
 		wait = int64(max(maxWait, 0))
@@ -63,14 +64,14 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 		return th.localReserve(ctx, key, t, n, interval, burst, maxWait)
 	}
 	if err != nil {
-		return throughput.BucketTicket{}, false, err
+		return throughputstore.BucketTicket{}, false, err
 	}
 	a := replyArray(v)
 	if len(a) == 8 {
 		th.s.learn(key, replyStr(a, 7), mk.raw != "")
 	}
 	bs, bn := float64(replyInt(a, 1)), float64(replyInt(a, 2))
-	tk := throughput.BucketTicket{Act: offsetAt(bs, bn, float64(replyInt(a, 3)))}
+	tk := throughputstore.BucketTicket{Act: offsetAt(bs, bn, float64(replyInt(a, 3)))}
 	if replyInt(a, 0) != 1 {
 		return tk, false, nil
 	}
@@ -82,7 +83,7 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 }
 
 // Cancel implements [throughput.Store]: BucketState.Cancel in one script.
-func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk throughput.BucketTicket) (bool, error) {
+func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
 	if tk.ID == 0 {
 		return false, nil
 	}
@@ -118,7 +119,7 @@ func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (ti
 }
 
 // Claim implements [throughput.Store]: TierState.Claim in one script.
-func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughput.TierTicket, bool, time.Time, error) {
+func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughputstore.TierTicket, bool, time.Time, error) {
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "tier claim", tierClaim, th.tierKeys(key), sec, nsec,
 		strconv.FormatUint(to, 10), limit, int64(window), int64(time.Second+SkewAllowance), int64(SkewAllowance))
@@ -126,18 +127,18 @@ func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.T
 		return th.s.localTP.Claim(ctx, key, to, t, limit, window)
 	}
 	if err != nil {
-		return throughput.TierTicket{}, false, time.Time{}, err
+		return throughputstore.TierTicket{}, false, time.Time{}, err
 	}
 	a := replyArray(v)
 	at := fromBase(a, 1)
 	if replyInt(a, 0) != 1 {
-		return throughput.TierTicket{}, false, time.Unix(0, at), nil
+		return throughputstore.TierTicket{}, false, time.Unix(0, at), nil
 	}
-	return throughput.TierTicket{To: to, At: at, New: replyInt(a, 4) == 1}, true, time.Time{}, nil
+	return throughputstore.TierTicket{To: to, At: at, New: replyInt(a, 4) == 1}, true, time.Time{}, nil
 }
 
 // Release implements [throughput.Store]: TierState.Release in one script.
-func (th *Throughput) Release(ctx context.Context, key string, tk throughput.TierTicket) (bool, error) {
+func (th *Throughput) Release(ctx context.Context, key string, tk throughputstore.TierTicket) (bool, error) {
 	if !tk.New {
 		return false, nil
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // InfDuration is the delay of a reservation that is not OK.
@@ -29,7 +31,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 	r := reserveN(now, n, maxWait)
 	switch {
 	case r.err == errTooLate:
-		return fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), ErrDeadline)
+		return fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
 	case errors.Is(r.err, ErrBurstTooLarge):
 		return fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
 	case r.err != nil:
@@ -38,7 +40,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 	delay := r.DelayFrom(now)
 	err := clockwait.Reserved(ctx, c, now, delay, r.CancelAt)
 	if errors.Is(err, clockwait.ErrPastDeadline) {
-		return fmt.Errorf("throughput: must wait %v: %w", delay, ErrDeadline)
+		return fmt.Errorf("throughput: must wait %v: %w", delay, backoff.ErrDeadline)
 	}
 	return err
 }
@@ -53,7 +55,7 @@ type Reservation struct {
 	store Store
 	key   string
 	clock clock.Clock
-	tk    BucketTicket
+	tk    throughputstore.BucketTicket
 	at    int64 // when it was asked
 }
 
@@ -61,11 +63,11 @@ type Reservation struct {
 func (r Reservation) OK() bool { return r.ok }
 
 // Err returns nil for an OK reservation and otherwise why it is not:
-// ErrBurstTooLarge, ErrInvalidCount, or a *StoreError matching ErrStore
+// ErrBurstTooLarge, ErrInvalidCount, or a error matching ErrStore
 // (nothing was reserved: do not send). It is nil for the zero Reservation.
 func (r Reservation) Err() error {
 	if r.err == errTooLate {
-		return ErrDeadline
+		return backoff.ErrDeadline
 	}
 	return r.err
 }
@@ -95,7 +97,7 @@ func (r Reservation) Delay() time.Duration {
 	return r.DelayFrom(r.clock.Now())
 }
 
-// CancelAt gives the reservation back at t ([BucketState.Cancel]): when
+// CancelAt gives the reservation back at t ([throughputstore.BucketState.Cancel]): when
 // its time had not come by t and no later reservation stands on it (or
 // those were given back first), the bucket is as if it had not been made.
 // Otherwise its tokens stay spent, which errs on the safe side.

@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // API call budgets per hour per app per WhatsApp Business Account, as Meta
@@ -131,7 +132,7 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 }
 
 // WaitN reserves n calls and waits on the budget's clock until they may be
-// made, failing at once, reserving nothing, with ErrDeadline if that is
+// made, failing at once, reserving nothing, with backoff.ErrDeadline if that is
 // after ctx's deadline.
 func (b *Budget) WaitN(ctx context.Context, n int) error {
 	b.init()
@@ -152,19 +153,19 @@ func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
 }
 
 // Observe applies what one response's X-Business-Use-Case-Usage header said
-// at t (see [ParseUsage]), counting only the entries of type
-// [UsageTypeManagement] and, with [WithBusinessID], of the Budget's own
-// business object ([SelectUsage]): entries of other types (Meta also reports
+// at t (see [usage.Parse]), counting only the entries of type
+// [usage.TypeManagement] and, with [WithBusinessID], of the Budget's own
+// business object ([usage.Select]): entries of other types (Meta also reports
 // "whatsapp" ones) or of other WABAs never hold it. When such an entry gives
 // a time to regain access, the budget is held until then; when one is at
 // 100 % with no such time, for a minute. It returns the hold applied (zero
 // if none). The hold concerns management calls, not message sends (see
 // [Budget.RefusedUntil]).
-func (b *Budget) Observe(t time.Time, usage []Usage) time.Duration {
+func (b *Budget) Observe(t time.Time, entries []usage.Usage) time.Duration {
 	b.init()
 	var d time.Duration
-	for _, u := range usage {
-		if u.Type != UsageTypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
+	for _, u := range entries {
+		if u.Type != usage.TypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
 			continue
 		}
 		switch {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 func TestParseUsage(t *testing.T) {
@@ -15,23 +16,23 @@ func TestParseUsage(t *testing.T) {
 	tests := []struct {
 		name   string
 		header string
-		want   []throughput.Usage
+		want   []usage.Usage
 	}{
 		{"empty", "", nil},
 		{"one entry", `{"102290129340398":[{"type":"whatsapp_business_management","call_count":28,"total_cputime":25,"total_time":25,"estimated_time_to_regain_access":0}]}`,
-			[]throughput.Usage{{BusinessID: "102290129340398", Type: "whatsapp_business_management", CallCount: 28, TotalCPUTime: 25, TotalTime: 25}}},
+			[]usage.Usage{{BusinessID: "102290129340398", Type: "whatsapp_business_management", CallCount: 28, TotalCPUTime: 25, TotalTime: 25}}},
 		{"throttled", `{"1":[{"type":"whatsapp_business_messaging","call_count":100,"total_cputime":3,"total_time":4,"estimated_time_to_regain_access":12}]}`,
-			[]throughput.Usage{{BusinessID: "1", Type: "whatsapp_business_messaging", CallCount: 100, TotalCPUTime: 3, TotalTime: 4, RegainAccess: 12 * time.Minute}}},
+			[]usage.Usage{{BusinessID: "1", Type: "whatsapp_business_messaging", CallCount: 100, TotalCPUTime: 3, TotalTime: 4, RegainAccess: 12 * time.Minute}}},
 		{"two businesses sorted", `{"b":[{"type":"x","call_count":1}],"a":[{"type":"y","total_time":2.5},{"type":"x"}]}`,
-			[]throughput.Usage{{BusinessID: "a", Type: "x"}, {BusinessID: "a", Type: "y", TotalTime: 3}, {BusinessID: "b", Type: "x", CallCount: 1}}},
-		{"null fields", `{"1":[{"type":null,"call_count":null}]}`, []throughput.Usage{{BusinessID: "1"}}},
+			[]usage.Usage{{BusinessID: "a", Type: "x"}, {BusinessID: "a", Type: "y", TotalTime: 3}, {BusinessID: "b", Type: "x", CallCount: 1}}},
+		{"null fields", `{"1":[{"type":null,"call_count":null}]}`, []usage.Usage{{BusinessID: "1"}}},
 		{"huge regain clamped", `{"1":[{"type":"x","estimated_time_to_regain_access":1e300}]}`,
-			[]throughput.Usage{{BusinessID: "1", Type: "x", RegainAccess: 7 * 24 * time.Hour}}},
+			[]usage.Usage{{BusinessID: "1", Type: "x", RegainAccess: 7 * 24 * time.Hour}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := throughput.ParseUsage(tt.header)
+			got, err := usage.Parse(tt.header)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestParseUsage(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{"{", "[]", `{"1":{}}`, `{"1":[{"call_count":"high"}]}`, `{"1":[{"call_count":-1}]}`, `{"1":[{"type":5}]}`, "null", `"x"`} {
-		if _, err := throughput.ParseUsage(bad); !errors.Is(err, throughput.ErrBadUsage) {
+		if _, err := usage.Parse(bad); !errors.Is(err, usage.ErrMalformed) {
 			t.Errorf("ParseUsage(%q) = %v, want ErrBadUsage", bad, err)
 		}
 	}
@@ -55,9 +56,9 @@ func FuzzParseUsage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, header string) {
-		us, err := throughput.ParseUsage(header)
+		us, err := usage.Parse(header)
 		if err != nil {
-			if !errors.Is(err, throughput.ErrBadUsage) || us != nil {
+			if !errors.Is(err, usage.ErrMalformed) || us != nil {
 				t.Fatalf("ParseUsage = %v, %v", us, err)
 			}
 			return
@@ -90,14 +91,14 @@ func TestBudget(t *testing.T) {
 	}
 
 	b = throughput.NewBudget(throughput.BudgetActiveWABA)
-	const mgmt = throughput.UsageTypeManagement
-	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, CallCount: 40}}); d != 0 || b.AllowN(t0, 1) == false {
+	const mgmt = usage.TypeManagement
+	if d := b.Observe(t0, []usage.Usage{{Type: mgmt, CallCount: 40}}); d != 0 || b.AllowN(t0, 1) == false {
 		t.Errorf("Observe(40%%) held %v", d)
 	}
-	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, CallCount: 100}}); d != time.Minute {
+	if d := b.Observe(t0, []usage.Usage{{Type: mgmt, CallCount: 100}}); d != time.Minute {
 		t.Errorf("Observe(100%%) = %v, want 1m", d)
 	}
-	if d := b.Observe(t0, []throughput.Usage{{Type: mgmt, TotalTime: 20, RegainAccess: 7 * time.Minute}}); d != 7*time.Minute {
+	if d := b.Observe(t0, []usage.Usage{{Type: mgmt, TotalTime: 20, RegainAccess: 7 * time.Minute}}); d != 7*time.Minute {
 		t.Errorf("Observe(regain 7m) = %v", d)
 	}
 	if b.AllowN(t0.Add(6*time.Minute), 1) || !b.HeldUntil().Equal(t0.Add(7*time.Minute)) {
@@ -131,23 +132,23 @@ func TestBudget(t *testing.T) {
 // may hold it.
 func TestBudgetObservesOnlyItsOwnEntries(t *testing.T) {
 	t.Parallel()
-	full := func(id, typ string, regain time.Duration) throughput.Usage {
-		return throughput.Usage{BusinessID: id, Type: typ, CallCount: 100, RegainAccess: regain}
+	full := func(id, typ string, regain time.Duration) usage.Usage {
+		return usage.Usage{BusinessID: id, Type: typ, CallCount: 100, RegainAccess: regain}
 	}
 	tests := []struct {
 		name  string
 		opts  []throughput.Option
-		usage []throughput.Usage
+		usage []usage.Usage
 		want  time.Duration
 	}{
-		{"another type at 100 %", nil, []throughput.Usage{full("W1", "whatsapp", 0)}, 0},
-		{"messaging type throttled", nil, []throughput.Usage{full("W1", "whatsapp_business_messaging", 30*time.Minute)}, 0},
-		{"no type", nil, []throughput.Usage{full("W1", "", 0)}, 0},
-		{"management, any object", nil, []throughput.Usage{full("W1", throughput.UsageTypeManagement, 0)}, time.Minute},
+		{"another type at 100 %", nil, []usage.Usage{full("W1", "whatsapp", 0)}, 0},
+		{"messaging type throttled", nil, []usage.Usage{full("W1", "whatsapp_business_messaging", 30*time.Minute)}, 0},
+		{"no type", nil, []usage.Usage{full("W1", "", 0)}, 0},
+		{"management, any object", nil, []usage.Usage{full("W1", usage.TypeManagement, 0)}, time.Minute},
 		{"another object", []throughput.Option{throughput.WithBusinessID("W1")},
-			[]throughput.Usage{full("W2", throughput.UsageTypeManagement, 30*time.Minute)}, 0},
+			[]usage.Usage{full("W2", usage.TypeManagement, 30*time.Minute)}, 0},
 		{"own object", []throughput.Option{throughput.WithBusinessID("W1")},
-			[]throughput.Usage{full("W2", throughput.UsageTypeManagement, 30*time.Minute), full("W1", throughput.UsageTypeManagement, 5*time.Minute), full("W1", "whatsapp", time.Hour)},
+			[]usage.Usage{full("W2", usage.TypeManagement, 30*time.Minute), full("W1", usage.TypeManagement, 5*time.Minute), full("W1", "whatsapp", time.Hour)},
 			5 * time.Minute},
 	}
 	for _, tt := range tests {
@@ -170,7 +171,7 @@ func TestBudgetObservesOnlyItsOwnEntries(t *testing.T) {
 func TestBudgetRefusedUntil(t *testing.T) {
 	t.Parallel()
 	b := throughput.NewBudget(throughput.BudgetActiveWABA)
-	b.Observe(t0, []throughput.Usage{{Type: throughput.UsageTypeManagement, CallCount: 100, RegainAccess: 20 * time.Minute}})
+	b.Observe(t0, []usage.Usage{{Type: usage.TypeManagement, CallCount: 100, RegainAccess: 20 * time.Minute}})
 	if !b.RefusedUntil().IsZero() || !b.HeldUntil().Equal(t0.Add(20*time.Minute)) {
 		t.Errorf("after a usage hold: RefusedUntil %v, HeldUntil %v", b.RefusedUntil(), b.HeldUntil())
 	}
@@ -188,24 +189,24 @@ func TestBudgetRefusedUntil(t *testing.T) {
 
 func TestSelectUsage(t *testing.T) {
 	t.Parallel()
-	all := []throughput.Usage{
-		{BusinessID: "W1", Type: throughput.UsageTypeManagement, CallCount: 1},
+	all := []usage.Usage{
+		{BusinessID: "W1", Type: usage.TypeManagement, CallCount: 1},
 		{BusinessID: "W1", Type: "whatsapp", CallCount: 2},
-		{BusinessID: "W2", Type: throughput.UsageTypeManagement, CallCount: 3},
+		{BusinessID: "W2", Type: usage.TypeManagement, CallCount: 3},
 	}
 	tests := []struct {
 		id, typ string
 		want    []int
 	}{
-		{"W1", throughput.UsageTypeManagement, []int{1}},
-		{"", throughput.UsageTypeManagement, []int{1, 3}},
+		{"W1", usage.TypeManagement, []int{1}},
+		{"", usage.TypeManagement, []int{1, 3}},
 		{"W1", "", []int{1, 2}},
 		{"", "", []int{1, 2, 3}},
 		{"W3", "", nil},
 	}
 	for _, tt := range tests {
 		var got []int
-		for _, u := range throughput.SelectUsage(all, tt.id, tt.typ) {
+		for _, u := range usage.Select(all, tt.id, tt.typ) {
 			got = append(got, u.CallCount)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {

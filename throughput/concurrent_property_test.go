@@ -22,7 +22,7 @@ func TestPropertyConcurrentWindows(t *testing.T) {
 		limA := throughput.New(mps, throughput.WithAdaptiveRate(false))
 		limB := limA
 		if rapid.Bool().Draw(t, "store") {
-			s := throughput.NewMemoryStore()
+			s := throughput.NewMemoryStore(nil)
 			limA = throughput.New(mps, throughput.WithAdaptiveRate(false), throughput.WithStore(s, "n"))
 			limB = throughput.New(mps, throughput.WithAdaptiveRate(false), throughput.WithStore(s, "n"))
 		}

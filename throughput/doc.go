@@ -19,7 +19,7 @@
 //     templates; not /messages), errors 4, 613, 80007 and 80008: 200 calls
 //     an hour by default, 5,000 for a WABA with a registered number, with
 //     Meta's own view of the usage in the X-Business-Use-Case-Usage header
-//     ([ParseUsage]; only entries of type [UsageTypeManagement], and of the
+//     ([usage.Parse]; only entries of type [usage.TypeManagement], and of the
 //     Budget's WABA with [WithBusinessID], count). Only a refusal
 //     ([Budget.RefusedUntil]) holds message sends.
 //
@@ -31,7 +31,7 @@
 // # Model
 //
 // Limiter and Budget are token buckets, kept as a generic cell rate
-// algorithm ([BucketState]: one instant per bucket) and decided in one
+// algorithm ([throughputstore.BucketState]: one instant per bucket) and decided in one
 // critical section per call, so that instants asked in any order and from
 // any number of goroutines never admit more than the rate. Burst and rate
 // are chosen so that no window of the limit's length ever admits more than
@@ -86,7 +86,7 @@
 // one number, app or portfolio hold across processes: each decision is one
 // store call (one Lua script on Redis), on the instant and figures the
 // caller passes, and the rules a store implements are the pure methods of
-// [BucketState] and [TierState]. [MemoryStore] is the reference store. A
+// [throughputstore.BucketState] and [throughputstore.TierState]. [NewMemoryStore] makes the reference store. A
 // decision the store cannot make is not OK, with an error matching
 // [ErrStore]: nothing was reserved, so nothing may be sent.
 //
@@ -106,11 +106,19 @@
 //
 // # Errors
 //
-// WaitN fails at once, reserving nothing, with [ErrBurstTooLarge],
-// [ErrInvalidCount], a [*StoreError] (matching [ErrStore]), or with
-// [ErrDeadline] when the wait cannot end before the context's deadline:
+// One error model: sentinels matched with errors.Is, no typed error.
+// Whatever fails reserved nothing.
 //
-//	if err := lim.Wait(ctx); errors.Is(err, throughput.ErrDeadline) { ... }
+//	error                        returned by                        means
+//	ErrInvalidCount              ReserveN, WaitN                    n below 1
+//	ErrBurstTooLarge             ReserveN, WaitN                    n above the burst: never admitted together
+//	backoff.ErrDeadline          WaitN, Budget.WaitN                the wait would end after ctx's deadline
+//	ErrStore                     every decision, Claim.Err          the Store failed (unwraps to its error): do not send
+//	usage.ErrMalformed           usage.Parse                        a malformed usage header
+//	ctx.Err()                    WaitN                              cancelled while waiting; given back
 //
-// [ParseUsage] errors match [ErrBadUsage].
+// [backoff.ErrDeadline] is the module's one "cannot fit before your
+// deadline" error (pairlimit and backoff return it too):
+//
+//	if err := lim.Wait(ctx); errors.Is(err, backoff.ErrDeadline) { ... }
 package throughput

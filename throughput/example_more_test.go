@@ -6,6 +6,8 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // A template that was admitted by the tier but then never sent (the send
@@ -39,7 +41,7 @@ func ExampleNewTier_zero() {
 // Two Limiters for one number, sharing a store, admit the number's rate
 // between them, not each.
 func ExampleWithStore() {
-	store := throughput.NewMemoryStore()
+	store := throughput.NewMemoryStore(nil)
 	a := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	b := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -58,14 +60,14 @@ func ExampleWithStore() {
 	// admitted at once: 1
 }
 
-// BucketState is the rule a Store applies to a number's bucket, as pure
+// throughputstore.BucketState is the rule a Store applies to a number's bucket, as pure
 // functions: what a Lua script reimplements. Here a bucket of burst 2 and
 // one token a second.
 func ExampleBucketState() {
-	var s throughput.BucketState // a full bucket
+	var s throughputstore.BucketState // a full bucket
 	t := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	for id := uint64(1); id <= 3; id++ {
-		var tk throughput.BucketTicket
+		var tk throughputstore.BucketTicket
 		s, tk = s.Reserve(t, 1, time.Second, 2, id)
 		fmt.Println("send", id, "at +", time.Duration(tk.Act-t))
 	}
@@ -82,16 +84,16 @@ func ExampleBudget_Observe() {
 	header := `{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":12},` +
 		`{"type":"whatsapp","call_count":100,"estimated_time_to_regain_access":60}],` +
 		`"998877665544332":[{"type":"whatsapp_business_management","call_count":100,"estimated_time_to_regain_access":30}]}`
-	usage, _ := throughput.ParseUsage(header)
+	entries, _ := usage.Parse(header)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
-	fmt.Println("management calls held for", b.Observe(start, usage))
+	fmt.Println("management calls held for", b.Observe(start, entries))
 	fmt.Println("messages held:", b.RefusedUntil().After(start))
 	cl := errcodes.WABARateLimit.Class() // Meta answered 80007
 	b.Hold(start, cl.Wait, cl.MaxWait)
 	fmt.Println("after 80007, messages held until +", b.RefusedUntil().Sub(start))
-	fmt.Println(len(throughput.SelectUsage(usage, "", throughput.UsageTypeManagement)), "management entries in the header")
+	fmt.Println(len(usage.Select(entries, "", usage.TypeManagement)), "management entries in the header")
 	// Output:
 	// management calls held for 12m0s
 	// messages held: false

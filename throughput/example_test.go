@@ -46,16 +46,3 @@ func ExampleTier() {
 	// +237 690 00 00 03 admitted
 	// +237 690 00 00 04 refused until 25h0m0s
 }
-
-func ExampleParseUsage() {
-	header := `{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"total_cputime":20,"total_time":20,"estimated_time_to_regain_access":12}]}`
-	usage, err := throughput.ParseUsage(header)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	b := throughput.NewBudget(throughput.BudgetDefault)
-	fmt.Println(usage[0].Type, usage[0].MaxPercent(), "% used, hold", b.Observe(time.Now(), usage))
-	// Output:
-	// whatsapp_business_management 100 % used, hold 12m0s
-}

@@ -21,7 +21,7 @@ func TestTierFutureClaimKeepsPresentCounts(t *testing.T) {
 	}{
 		{"memory", func(mock *clock.Mock) []throughput.Option { return nil }},
 		{"MemoryStore", func(mock *clock.Mock) []throughput.Option {
-			return []throughput.Option{throughput.WithStore(throughput.NewMemoryStore(throughput.WithClock(mock)), "p")}
+			return []throughput.Option{throughput.WithStore(throughput.NewMemoryStore(mock), "p")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

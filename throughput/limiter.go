@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Meta's documented throughput levels, in messages per second per business
@@ -30,9 +31,6 @@ var (
 	// ErrBurstTooLarge: n is above the limiter's burst, so the messages can
 	// never be admitted together.
 	ErrBurstTooLarge = errors.New("throughput: n exceeds the limiter's burst")
-	// ErrDeadline: the wait would end after the context's deadline; nothing
-	// was reserved.
-	ErrDeadline = errors.New("throughput: wait would exceed the context deadline")
 	// ErrInvalidCount: n is below 1.
 	ErrInvalidCount = errors.New("throughput: count must be at least 1")
 )
@@ -379,7 +377,7 @@ func afterHold(h, t int64, maxWait time.Duration) (int64, time.Duration, bool) {
 // asked from its end.
 func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, held func() int64, t int64, n int, maxWait time.Duration) Reservation {
 	var (
-		tk  BucketTicket
+		tk  throughputstore.BucketTicket
 		ok  bool
 		err error
 	)
@@ -391,7 +389,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	} else {
 		h := held()
 		if t, maxWait, ok = afterHold(h, t, maxWait); !ok {
-			return Reservation{err: errTooLate, tk: BucketTicket{Act: h}}
+			return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: h}}
 		}
 		b.mu.Lock()
 		interval, burst := b.interval, b.burst
@@ -401,11 +399,11 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		}
 		tk, ok, err = o.store.Reserve(ctx, o.key, time.Unix(0, t), n, interval, burst, maxWait)
 		if err != nil {
-			return Reservation{err: &StoreError{Op: "reserve", Err: err}}
+			return Reservation{err: &storeError{Op: "reserve", Err: err}}
 		}
 	}
 	if !ok {
-		return Reservation{err: errTooLate, tk: BucketTicket{Act: tk.Act}}
+		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
 	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t}
 }
@@ -421,8 +419,8 @@ func (l *Limiter) Reserve() Reservation {
 
 // WaitN reserves n sends and blocks on the limiter's clock until they may
 // go, or ctx is done. It fails at once, reserving nothing, with
-// ErrBurstTooLarge or ErrInvalidCount, with ErrDeadline when the wait would
-// end after ctx's deadline, or with a *StoreError; cancelled during the wait
+// ErrBurstTooLarge or ErrInvalidCount, with backoff.ErrDeadline when the wait would
+// end after ctx's deadline, or with an error matching ErrStore; cancelled during the wait
 // it gives the reservation back and returns ctx's error.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	l.init()

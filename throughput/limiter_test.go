@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clocktest"
 	"github.com/wapace/wapace/throughput"
@@ -241,7 +242,7 @@ func TestWaitSynctest(t *testing.T) {
 		defer cancel()
 		lim.Refused(time.Now(), errcodes.Maintenance)
 		before := time.Now()
-		if err := lim.Wait(ctx); !errors.Is(err, throughput.ErrDeadline) || time.Since(before) != 0 {
+		if err := lim.Wait(ctx); !errors.Is(err, backoff.ErrDeadline) || time.Since(before) != 0 {
 			t.Fatalf("Wait during maintenance = %v after %v, want ErrDeadline at once", err, time.Since(before))
 		}
 		if err := lim.WaitN(t.Context(), 2); !errors.Is(err, throughput.ErrBurstTooLarge) {

@@ -173,7 +173,7 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 // (later checks take new slots) and the margin covers only the write.
 func TestSharedStoreKeepsTheTolerance(t *testing.T) {
 	t.Parallel()
-	lim := throughput.New(80, throughput.WithStore(throughput.NewMemoryStore(), "n"))
+	lim := throughput.New(80, throughput.WithStore(throughput.NewMemoryStore(nil), "n"))
 	for i := range 256 {
 		slot := t0.Add(time.Duration(i) * 13 * time.Millisecond)
 		checked := slot.Add(20 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/usage"
 )
 
 // TestAdaptiveRateOutOfOrderKeepsWindows: with the adaptive rate on, 130429
@@ -87,8 +88,7 @@ func TestZeroValuesAndAbsurdFigures(t *testing.T) {
 	c0.Release()
 	var b throughput.Budget
 	b.ReserveN(t0, 1)
-	var ms throughput.MemoryStore
-	_, _, _, _ = ms.Claim(t.Context(), "k", 1, t0, 1, time.Hour)
+	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
 	// absurd figures
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2} {
 		l2 := throughput.New(80, throughput.WithHeadroom(f))
@@ -131,7 +131,7 @@ func TestUpgradeWithQueuedReservationsKeepsWindows(t *testing.T) {
 	}
 }
 
-type holdFails struct{ *throughput.MemoryStore }
+type holdFails struct{ throughput.Store }
 
 func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 	return time.Time{}, errors.New("connection refused")
@@ -141,7 +141,7 @@ func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 // kept by the Limiter, as Refused says. (The next send went at once while
 // HeldUntil said one second.)
 func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore()}, "n"))
+	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "n"))
 	hold := lim.Refused(t0, errcodes.ThroughputLimit)
 	if r := lim.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next send at +%v, during the %v hold (HeldUntil +%v)", r.TimeToAct().Sub(t0), hold, lim.HeldUntil().Sub(t0))
@@ -155,7 +155,7 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 // record is kept by the Budget, as a Limiter's is. (The next call went at
 // once while RefusedUntil said one minute.)
 func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore()}, "waba"))
+	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "waba"))
 	hold := b.Refused(t0, errcodes.AppRateLimit)
 	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))
@@ -163,7 +163,7 @@ func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
 	if b.AllowN(t0.Add(hold/2), 1) {
 		t.Fatal("AllowN admitted during the hold")
 	}
-	d := b.Observe(t0.Add(2*time.Minute), []throughput.Usage{{Type: throughput.UsageTypeManagement, RegainAccess: 5 * time.Minute}})
+	d := b.Observe(t0.Add(2*time.Minute), []usage.Usage{{Type: usage.TypeManagement, RegainAccess: 5 * time.Minute}})
 	if b.AllowN(t0.Add(2*time.Minute+d/2), 1) {
 		t.Fatal("AllowN admitted during the usage hold")
 	}

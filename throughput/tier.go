@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Messaging tier levels: the unique WhatsApp users a business portfolio may
@@ -102,7 +103,7 @@ func (t *Tier) SetLimit(limit int) {
 // it at most once (a second Release is harmless).
 type Claim struct {
 	tier    *Tier
-	tk      TierTicket
+	tk      throughputstore.TierTicket
 	ok      bool
 	retryAt time.Time
 	err     error
@@ -118,7 +119,7 @@ func (c Claim) RetryAt() time.Time { return c.retryAt }
 
 // Err returns why the claim was refused other than by the limit: a
 // recipient error (see [pairlimit.NewPair] for the accepted forms) or a
-// *StoreError matching ErrStore. It is nil otherwise.
+// error matching ErrStore. It is nil otherwise.
 func (c Claim) Err() error { return c.err }
 
 // Release gives the admission back because its message never went out
@@ -178,12 +179,11 @@ func (t *Tier) Claim(now time.Time, recipient string) Claim {
 	if err != nil {
 		return Claim{err: fmt.Errorf("throughput: %w", err)}
 	}
-	return t.ClaimParsed(now, to)
+	return t.claim(now, to)
 }
 
-// ClaimParsed is Claim for a recipient already parsed with this module's
-// internal/phone ParseTo; it is for this module's packages.
-func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
+// claim is Claim for a parsed recipient.
+func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 	if to.IsZero() {
 		return Claim{err: errors.New("throughput: zero recipient")}
 	}
@@ -194,7 +194,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 		}
 		tk, ok, retryAt, err := t.opts.store.Claim(context.Background(), t.opts.key, to.Key(), now, limit, TierWindow)
 		if err != nil {
-			return Claim{err: &StoreError{Op: "claim", Err: err}}
+			return Claim{err: &storeError{Op: "claim", Err: err}}
 		}
 		if !ok {
 			return Claim{retryAt: retryAt}
@@ -214,7 +214,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 			t.last.set(key, n)
 			t.push(key, n)
 		}
-		return Claim{tier: t, tk: TierTicket{To: key, At: max(prev, n)}, ok: true}
+		return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: max(prev, n)}, ok: true}
 	}
 	if t.limit == 0 {
 		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(TierWindow)))}
@@ -226,7 +226,7 @@ func (t *Tier) ClaimParsed(now time.Time, to phone.Recipient) Claim {
 	}
 	t.last.set(key, n)
 	t.push(key, n)
-	return Claim{tier: t, tk: TierTicket{To: key, At: n, New: true}, ok: true}
+	return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: n, New: true}, ok: true}
 }
 
 // Count returns the unique recipients counted in the window ending at now.

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // refTier is the Tier's local bookkeeping as it was before its queue
@@ -34,9 +35,9 @@ func (t *refTier) current(e tierEntry) bool {
 	return ok && at == e.at
 }
 
-func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
+func (t *refTier) claim(n int64, key uint64) (throughputstore.TierTicket, bool, int64) {
 	if t.limit == Unlimited {
-		return TierTicket{}, true, 0
+		return throughputstore.TierTicket{}, true, 0
 	}
 	gone := t.expireAt(n)
 	if prev, counted := t.last[key]; counted && prev > n-int64(TierWindow) {
@@ -44,17 +45,17 @@ func (t *refTier) claim(n int64, key uint64) (TierTicket, bool, int64) {
 			t.last[key] = n
 			t.insert(tierEntry{key, n})
 		}
-		return TierTicket{To: key, At: max(prev, n)}, true, 0
+		return throughputstore.TierTicket{To: key, At: max(prev, n)}, true, 0
 	}
 	if t.limit == 0 {
-		return TierTicket{}, false, sat.Add(n, int64(TierWindow))
+		return throughputstore.TierTicket{}, false, sat.Add(n, int64(TierWindow))
 	}
 	if len(t.last)-gone >= t.limit {
-		return TierTicket{}, false, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1)
+		return throughputstore.TierTicket{}, false, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1)
 	}
 	t.last[key] = n
 	t.insert(tierEntry{key, n})
-	return TierTicket{To: key, At: n, New: true}, true, 0
+	return throughputstore.TierTicket{To: key, At: n, New: true}, true, 0
 }
 
 // insert puts e after every queued admission at or before its instant.
@@ -66,7 +67,7 @@ func (t *refTier) insert(e tierEntry) {
 	t.queue = slices.Insert(t.queue, i, e)
 }
 
-func (t *refTier) release(tk TierTicket) {
+func (t *refTier) release(tk throughputstore.TierTicket) {
 	if at, ok := t.last[tk.To]; ok && at == tk.At {
 		delete(t.last, tk.To)
 		// The give-back takes its admission out of the queue.
@@ -135,7 +136,7 @@ func TestPropertyTierMatchesModel(t *testing.T) {
 		ref := &refTier{clock: clk, limit: max(limit, Unlimited), last: map[uint64]int64{}}
 		type claimed struct {
 			c  Claim
-			tk TierTicket
+			tk throughputstore.TierTicket
 		}
 		var claims []claimed
 		now := clk.now
@@ -202,7 +203,7 @@ func TestTierRenewalsThroughCompaction(t *testing.T) {
 	now := clk.now
 	type held struct {
 		c  Claim
-		tk TierTicket
+		tk throughputstore.TierTicket
 	}
 	var rare []held // claims of recipients seldom renewed, given back later
 	for step := range 5000 {

@@ -151,7 +151,7 @@ func RunWapace(w Workload) (Report, error) {
 	enqueuing := atomic.Bool{}
 	enqueuing.Store(true)
 	ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(dir, "campaign.db"),
-		outbox.WithClock(world.Clock), outbox.WithPairLimiter(pairs), outbox.WithThroughput(cfg.MPS),
+		outbox.WithClock(world.Clock), outbox.WithClient(world.Client), // the limits are the Client's
 		// Sends in flight each wait for their slot in the client; more of
 		// them lets Run record outcomes in bigger batches.
 		outbox.WithConcurrency(4*cfg.Workers),

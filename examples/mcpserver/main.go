@@ -42,7 +42,6 @@ import (
 	"github.com/wapace/wapace/cloudapi/webhook"
 	"github.com/wapace/wapace/mcptool"
 	"github.com/wapace/wapace/outbox"
-	"github.com/wapace/wapace/pairlimit"
 )
 
 func main() {
@@ -78,10 +77,10 @@ func run(log *slog.Logger) error {
 	if token == "" {
 		return errors.New("WHATSAPP_TOKEN is not set")
 	}
-	// One pair limiter paces the Client, tells the outbox's Run which lanes
-	// must wait, and tells the tools what a recipient already owes.
-	pairs := pairlimit.New(pairlimit.Meta)
-	client, err := cloudapi.New(token, cloudapi.WithBaseURL(*baseURL), cloudapi.WithLogger(log), cloudapi.WithPairLimiter(pairs))
+	// The Client owns every limit: it paces the sends, tells the outbox's
+	// Run which lanes must wait, and tells the tools what a recipient
+	// already owes.
+	client, err := cloudapi.New(token, cloudapi.WithBaseURL(*baseURL), cloudapi.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	wk := new(mcptool.Waker) // wakes waiting calls at each transition
-	opts := []outbox.Option{outbox.WithPairLimiter(pairs), outbox.WithObserver(wk.Observe)}
+	opts := []outbox.Option{outbox.WithClient(client), outbox.WithObserver(wk.Observe)}
 	if *window {
 		opts = append(opts, outbox.WithServiceWindow(outbox.DefaultServiceWindow))
 	}
@@ -111,7 +110,6 @@ func run(log *slog.Logger) error {
 	if err := mcptool.Register(server, mcptool.Config{
 		Outbox:     ob,
 		Client:     client,
-		Pairs:      pairs,
 		Waker:      wk,
 		From:       strings.Split(*from, ","),
 		SyncWait:   *syncWait,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // mapStore is a plain Store over a map, applying the State methods; its
@@ -19,30 +20,30 @@ import (
 type mapStore struct {
 	flaw string
 	mu   sync.Mutex
-	m    map[pairlimit.Pair]pairlimit.State
+	m    map[pairlimit.Pair]pairstore.State
 	id   uint64
 	// latest is the latest instant asked (flaw evictatdue)
 	latest int64
 }
 
-func (s *mapStore) load(p pairlimit.Pair) pairlimit.State {
+func (s *mapStore) load(p pairlimit.Pair) pairstore.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[p]
 }
 
-func (s *mapStore) save(p pairlimit.Pair, st pairlimit.State) {
+func (s *mapStore) save(p pairlimit.Pair, st pairstore.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[p] = st
 }
 
-func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairlimit.Ticket, bool, error) {
+func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	if s.flaw != "racy" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 	}
-	var st pairlimit.State
+	var st pairstore.State
 	if s.flaw == "racy" { // GET, then SET: two round trips, no script
 		st = s.load(p)
 		runtime.Gosched()
@@ -52,7 +53,7 @@ func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cos
 	if s.flaw == "ok-evict" { // no flaw: forgets only what Expired allows
 		s.latest = max(s.latest, t.UnixNano())
 		if st.Expired(s.latest, 15*time.Minute) {
-			st = pairlimit.State{}
+			st = pairstore.State{}
 		}
 	}
 	if s.flaw == "evictatdue" {
@@ -60,11 +61,11 @@ func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cos
 		// without KeepAfterDue for instants that arrive out of order.
 		s.latest = max(s.latest, t.UnixNano())
 		if st.Fails == 0 && st.Due <= s.latest {
-			st = pairlimit.State{}
+			st = pairstore.State{}
 		}
 	}
 	if next := st.Next(t.UnixNano()); s.flaw != "nowait" && maxWait != pairlimit.InfDuration && next > t.UnixNano()+int64(maxWait) {
-		return pairlimit.Ticket{Act: next}, false, nil
+		return pairstore.Ticket{Act: next}, false, nil
 	}
 	if s.flaw == "nocost" {
 		cost = cost / 2
@@ -89,7 +90,7 @@ func (s *mapStore) Next(_ context.Context, p pairlimit.Pair, t time.Time) (time.
 	return time.Unix(0, st.Next(t.UnixNano())), nil
 }
 
-func (s *mapStore) Cancel(_ context.Context, p pairlimit.Pair, t time.Time, tk pairlimit.Ticket) (bool, error) {
+func (s *mapStore) Cancel(_ context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.m[p]
@@ -112,7 +113,7 @@ func (s *mapStore) Refuse(_ context.Context, p pairlimit.Pair, t time.Time, hold
 	defer s.mu.Unlock()
 	st := s.m[p]
 	if s.flaw == "forgetearly" && st.Hold <= t.UnixNano() && st.Due <= t.UnixNano() {
-		st = pairlimit.State{} // forgets the 131056 count as soon as the hold ends
+		st = pairstore.State{} // forgets the 131056 count as soon as the hold ends
 	}
 	st, hold := st.Refuse(t.UnixNano(), holds)
 	if s.flaw == "forgetfails" {
@@ -140,7 +141,7 @@ const envFlaw = "PAIRLIMITTEST_FLAW"
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
 		pairlimittest.TestStore(t, func(*testing.T) pairlimit.Store {
-			return &mapStore{flaw: flaw, m: map[pairlimit.Pair]pairlimit.State{}}
+			return &mapStore{flaw: flaw, m: map[pairlimit.Pair]pairstore.State{}}
 		})
 		return
 	}

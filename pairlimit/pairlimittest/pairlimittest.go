@@ -7,7 +7,7 @@
 //	}
 //
 // The suite checks that every method applies exactly the pure
-// [pairlimit.State] method its documentation names (random calls at past,
+// [pairstore.State] method its documentation names (random calls at past,
 // present and future instants, compared with the model answer by answer),
 // and that several [pairlimit.Limiter]s sharing one store from many
 // goroutines pace overlapping pairs as one: every schedule they hand out,
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // t0 is where the suite's instants start.
@@ -64,8 +65,8 @@ func testModel(t *testing.T, s pairlimit.Store) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		p := pair(t, int(seed), int(seed))
-		var model pairlimit.State
-		var tickets [][2]pairlimit.Ticket // the store's and the model's
+		var model pairstore.State
+		var tickets [][2]pairstore.Ticket // the store's and the model's
 		ids := map[uint64]bool{}
 		now = now.Add(time.Hour + time.Duration(rng.Int64N(1e9)))
 		for step := range 400 {
@@ -97,9 +98,9 @@ func testModel(t *testing.T, s pairlimit.Store) {
 				ids[tk.ID] = true
 				// Tickets are opaque: the model keeps its own, with the
 				// store's ID, and each side cancels with its own.
-				var mt pairlimit.Ticket
+				var mt pairstore.Ticket
 				model, mt = model.Reserve(at.UnixNano(), cost, tk.ID)
-				tickets = append(tickets, [2]pairlimit.Ticket{tk, mt})
+				tickets = append(tickets, [2]pairstore.Ticket{tk, mt})
 			case k < 7 && len(tickets) > 0:
 				tks := tickets[rng.IntN(len(tickets))]
 				got, err := s.Cancel(ctx, p, at, tks[0])
@@ -213,17 +214,17 @@ func testRepaidOutOfOrder(t *testing.T, s pairlimit.Store) {
 			t.Fatalf("Reserve: %v %v", ok, err)
 		}
 		due := at.Add(cost)
-		later := due.Add(pairlimit.KeepAfterDue / 2) // the latest instant asked: p's debt is repaid
+		later := due.Add(pairstore.KeepAfterDue / 2) // the latest instant asked: p's debt is repaid
 		for i := range 100 {
 			if _, _, err := s.Reserve(ctx, pair(t, 23, round*100+i), later, time.Second, pairlimit.InfDuration); err != nil {
 				t.Fatal(err)
 			}
 		}
-		late := due.Add(-pairlimit.KeepAfterDue / 4) // arrives out of order
+		late := due.Add(-pairstore.KeepAfterDue / 4) // arrives out of order
 		tk, ok, err := s.Reserve(ctx, p, late, cost, pairlimit.InfDuration)
 		if err != nil || !ok || tk.Act != due.UnixNano() {
 			t.Fatalf("round %d: a call %v before the debt's end, after later traffic, acts at %v, want %v: the debt was forgotten",
-				round, pairlimit.KeepAfterDue/4, time.Unix(0, tk.Act).Sub(at), cost)
+				round, pairstore.KeepAfterDue/4, time.Unix(0, tk.Act).Sub(at), cost)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
@@ -19,8 +20,8 @@ import (
 type mapStore struct {
 	flaw    string
 	mu      sync.Mutex
-	buckets map[string]throughput.BucketState
-	tiers   map[string]throughput.TierState
+	buckets map[string]throughputstore.BucketState
+	tiers   map[string]throughputstore.TierState
 	id      uint64
 	latest  int64 // the latest instant asked (flaw evictearly)
 }
@@ -33,10 +34,10 @@ func (s *mapStore) lock(racy bool) func() {
 	return s.mu.Unlock
 }
 
-func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughput.BucketTicket, bool, error) {
+func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	racy := s.flaw == "racy"
 	defer s.lock(racy)()
-	var st throughput.BucketState
+	var st throughputstore.BucketState
 	if racy { // read, then write: no script
 		s.mu.Lock()
 		st = s.buckets[key]
@@ -48,7 +49,7 @@ func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, in
 	if s.flaw == "ok-evict" { // no flaw: forgets only what Expired allows
 		s.latest = max(s.latest, t.UnixNano())
 		if st.Expired(s.latest) {
-			st = throughput.BucketState{}
+			st = throughputstore.BucketState{}
 		}
 	}
 	if s.flaw == "evictearly" {
@@ -56,12 +57,12 @@ func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, in
 		// without the second Expired keeps for instants out of order.
 		s.latest = max(s.latest, t.UnixNano())
 		if max(st.TAT, st.Hold) <= s.latest {
-			st = throughput.BucketState{}
+			st = throughputstore.BucketState{}
 		}
 	}
 	next := st.Next(t.UnixNano(), n, interval, burst)
 	if n > burst || (s.flaw != "nowait" && maxWait != throughput.InfDuration && next > t.UnixNano()+int64(maxWait)) {
-		return throughput.BucketTicket{Act: next}, false, nil
+		return throughputstore.BucketTicket{Act: next}, false, nil
 	}
 	if racy {
 		s.mu.Lock()
@@ -73,7 +74,7 @@ func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, in
 	return tk, true, nil
 }
 
-func (s *mapStore) Cancel(_ context.Context, key string, t time.Time, tk throughput.BucketTicket) (bool, error) {
+func (s *mapStore) Cancel(_ context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
 	defer s.lock(false)()
 	st := s.buckets[key]
 	if s.flaw == "cancelany" {
@@ -98,20 +99,20 @@ func (s *mapStore) Hold(_ context.Context, key string, until time.Time) (time.Ti
 	return time.Unix(0, st.Hold), nil
 }
 
-func (s *mapStore) tier(key string) throughput.TierState {
+func (s *mapStore) tier(key string) throughputstore.TierState {
 	ts, ok := s.tiers[key]
 	if !ok {
-		ts = throughput.TierState{Last: map[uint64]int64{}}
+		ts = throughputstore.TierState{Last: map[uint64]int64{}}
 		s.tiers[key] = ts
 	}
 	return ts
 }
 
-func (s *mapStore) Claim(_ context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughput.TierTicket, bool, time.Time, error) {
+func (s *mapStore) Claim(_ context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughputstore.TierTicket, bool, time.Time, error) {
 	if s.flaw == "racyclaim" { // count, then add: no script
 		s.mu.Lock()
 		ts := s.tier(key)
-		cp := throughput.TierState{Last: map[uint64]int64{}}
+		cp := throughputstore.TierState{Last: map[uint64]int64{}}
 		for k, v := range ts.Last {
 			cp.Last[k] = v
 		}
@@ -130,14 +131,15 @@ func (s *mapStore) Claim(_ context.Context, key string, to uint64, t time.Time, 
 		return tk, true, time.Time{}, nil
 	}
 	defer s.lock(false)()
-	tk, ok, retry := s.tier(key).Claim(to, t.UnixNano(), limit, window)
+	st := s.tier(key)
+	tk, ok, retry := st.Claim(to, t.UnixNano(), limit, window)
 	if !ok {
 		return tk, false, time.Unix(0, retry), nil
 	}
 	return tk, true, time.Time{}, nil
 }
 
-func (s *mapStore) Release(_ context.Context, key string, tk throughput.TierTicket) (bool, error) {
+func (s *mapStore) Release(_ context.Context, key string, tk throughputstore.TierTicket) (bool, error) {
 	defer s.lock(false)()
 	ts := s.tier(key)
 	if s.flaw == "releaseany" {
@@ -161,7 +163,7 @@ const envFlaw = "THROUGHPUTTEST_FLAW"
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
 		throughputtest.TestStore(t, func(*testing.T) throughput.Store {
-			return &mapStore{flaw: flaw, buckets: map[string]throughput.BucketState{}, tiers: map[string]throughput.TierState{}}
+			return &mapStore{flaw: flaw, buckets: map[string]throughputstore.BucketState{}, tiers: map[string]throughputstore.TierState{}}
 		})
 		return
 	}

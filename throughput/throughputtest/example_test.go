@@ -12,7 +12,7 @@ import (
 func ExampleTestStore() {
 	_ = func(t *testing.T) {
 		throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
-			return throughput.NewMemoryStore()
+			return throughput.NewMemoryStore(nil)
 		})
 	}
 }

@@ -8,5 +8,5 @@ import (
 )
 
 func TestMemoryStore(t *testing.T) {
-	throughputtest.TestStore(t, func(t *testing.T) throughput.Store { return throughput.NewMemoryStore() })
+	throughputtest.TestStore(t, func(t *testing.T) throughput.Store { return throughput.NewMemoryStore(nil) })
 }

@@ -7,7 +7,7 @@
 //	}
 //
 // The suite checks that every method applies exactly the pure rule its
-// documentation names ([throughput.BucketState], [throughput.TierState]),
+// documentation names ([throughputstore.BucketState], [throughputstore.TierState]),
 // call by call against the model at shuffled instants, and that several
 // [throughput.Limiter]s sharing one store from many goroutines never admit
 // more than the number's figure in any closed one-second window.
@@ -26,6 +26,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -237,8 +238,8 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 		key := fmt.Sprint("10654035224", seed)
 		interval := time.Second / time.Duration(20+rng.IntN(60))
 		burst := 1 + rng.IntN(5)
-		var model throughput.BucketState
-		var tickets []throughput.BucketTicket
+		var model throughputstore.BucketState
+		var tickets []throughputstore.BucketTicket
 		now = now.Add(time.Hour)
 		latest := int64(math.MinInt64) // the latest instant asked of the key
 		for step := range 400 {
@@ -272,9 +273,9 @@ func testBucketModel(t *testing.T, s throughput.Store) {
 					continue
 				}
 				if tk.PrevTop == 0 && tk.PrevTAT == 0 && model.Expired(latest) {
-					model = throughput.BucketState{} // forgotten, as Expired allows
+					model = throughputstore.BucketState{} // forgotten, as Expired allows
 				}
-				var mt throughput.BucketTicket
+				var mt throughputstore.BucketTicket
 				model, mt = model.Reserve(at.UnixNano(), n, interval, burst, tk.ID)
 				if mt.Act != tk.Act || mt.PrevTop != tk.PrevTop || tk.ID == 0 {
 					t.Fatalf("%s: ticket %+v, model %+v", where(), tk, mt)
@@ -314,8 +315,8 @@ func testTierModel(t *testing.T, s throughput.Store) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		key := fmt.Sprint("portfolio-", seed)
 		limit := []int{0, 3, 10}[seed]
-		model := throughput.TierState{Last: map[uint64]int64{}}
-		var tickets []throughput.TierTicket
+		model := throughputstore.TierState{Last: map[uint64]int64{}}
+		var tickets []throughputstore.TierTicket
 		now = now.Add(72 * time.Hour)
 		latest := now
 		for step := range 400 {

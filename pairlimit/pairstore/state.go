@@ -1,4 +1,4 @@
-package pairlimit
+package pairstore
 
 import (
 	"math"
@@ -7,11 +7,11 @@ import (
 	"github.com/wapace/wapace/internal/sat"
 )
 
-// State is one pair's pacing state as a [Store] keeps it, and the pure
+// State is one pair's pacing state as a [github.com/wapace/wapace/pairlimit.Store] keeps it, and the pure
 // decision functions over it: the exact rule every store implements. All
 // instants are Unix nanoseconds. The zero State owes nothing.
 //
-// A store keeps one State per [Pair] and applies one method per decision,
+// A store keeps one State per [github.com/wapace/wapace/pairlimit.Pair] and applies one method per decision,
 // atomically (under a lock, or in one script), with the instant and the
 // policy figures the caller passes: the store keeps state only.
 type State struct {

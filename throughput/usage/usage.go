@@ -1,4 +1,13 @@
-package throughput
+// Package usage reads Meta's X-Business-Use-Case-Usage response header: how
+// much of each Business Use Case rate limit an app has used, in percent.
+// [github.com/wapace/wapace/throughput.Budget.Observe] takes what [Parse]
+// returns; a Client feeds its Budget from every response itself, so only a
+// program that calls the Graph API on its own needs this package.
+//
+// # Errors
+//
+// Every error [Parse] returns matches [ErrMalformed].
+package usage
 
 import (
 	"bytes"
@@ -10,19 +19,19 @@ import (
 	"time"
 )
 
-// UsageHeader is the response header in which Meta reports an app's use of
+// Header is the response header in which Meta reports an app's use of
 // its Business Use Case rate limits.
-const UsageHeader = "X-Business-Use-Case-Usage"
+const Header = "X-Business-Use-Case-Usage"
 
-// UsageTypeManagement is the type of the X-Business-Use-Case-Usage entries
+// TypeManagement is the type of the X-Business-Use-Case-Usage entries
 // of the WhatsApp Business Management API: the management endpoints (the
 // WABA, its phone numbers, message templates, subscribed apps, assigned
 // users) that the API call budget counts. Meta's sample header reports it
 // beside entries of other types ("whatsapp") for the same object.
-const UsageTypeManagement = "whatsapp_business_management"
+const TypeManagement = "whatsapp_business_management"
 
-// ErrBadUsage is matched by every error ParseUsage returns.
-var ErrBadUsage = errors.New("throughput: malformed " + UsageHeader + " header")
+// ErrMalformed is matched by every error Parse returns.
+var ErrMalformed = errors.New("usage: malformed " + Header + " header")
 
 // Usage is one entry of the X-Business-Use-Case-Usage header: how much of
 // one rate limit a business has used, in percent.
@@ -44,13 +53,13 @@ type Usage struct {
 // MaxPercent returns the largest of the three percentages.
 func (u Usage) MaxPercent() int { return max(u.CallCount, u.TotalCPUTime, u.TotalTime) }
 
-// ParseUsage parses the value of the X-Business-Use-Case-Usage header: a
+// Parse parses the value of the X-Business-Use-Case-Usage header: a
 // JSON object keyed by business ID, each holding an array of entries with
 // type, call_count, total_cputime, total_time (percentages) and
 // estimated_time_to_regain_access (minutes). An empty value yields no
 // entries and no error. Entries are returned sorted by business ID, then
-// type. Errors match ErrBadUsage and never quote the header.
-func ParseUsage(header string) ([]Usage, error) {
+// type. Errors match ErrMalformed and never quote the header.
+func Parse(header string) ([]Usage, error) {
 	header = strings.TrimSpace(header)
 	if header == "" {
 		return nil, nil
@@ -59,19 +68,19 @@ func ParseUsage(header string) ([]Usage, error) {
 	dec := json.NewDecoder(strings.NewReader(header))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return nil, ErrBadUsage
+		return nil, ErrMalformed
 	}
 	var out []Usage
 	for id, arr := range raw {
 		var entries []map[string]json.RawMessage
 		if err := json.Unmarshal(arr, &entries); err != nil {
-			return nil, ErrBadUsage
+			return nil, ErrMalformed
 		}
 		for _, e := range entries {
 			u := Usage{BusinessID: id}
 			var ok bool
 			if u.Type, ok = jsonString(e["type"]); !ok {
-				return nil, ErrBadUsage
+				return nil, ErrMalformed
 			}
 			fields := []struct {
 				key string
@@ -79,12 +88,12 @@ func ParseUsage(header string) ([]Usage, error) {
 			}{{"call_count", &u.CallCount}, {"total_cputime", &u.TotalCPUTime}, {"total_time", &u.TotalTime}}
 			for _, f := range fields {
 				if *f.dst, ok = jsonInt(e[f.key]); !ok {
-					return nil, ErrBadUsage
+					return nil, ErrMalformed
 				}
 			}
 			mins, ok := jsonInt(e["estimated_time_to_regain_access"])
 			if !ok {
-				return nil, ErrBadUsage
+				return nil, ErrMalformed
 			}
 			u.RegainAccess = time.Duration(min(mins, 7*24*60)) * time.Minute
 			out = append(out, u)
@@ -99,10 +108,10 @@ func ParseUsage(header string) ([]Usage, error) {
 	return out, nil
 }
 
-// SelectUsage returns the entries of usage about the business object
-// businessID (a WABA ID) and of type typ, such as [UsageTypeManagement],
+// Select returns the entries of usage about the business object
+// businessID (a WABA ID) and of type typ, such as [TypeManagement],
 // in their order; "" matches any object or any type. usage is not modified.
-func SelectUsage(usage []Usage, businessID, typ string) []Usage {
+func Select(usage []Usage, businessID, typ string) []Usage {
 	var out []Usage
 	for _, u := range usage {
 		if (businessID == "" || u.BusinessID == businessID) && (typ == "" || u.Type == typ) {
