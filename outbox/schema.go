@@ -15,8 +15,9 @@ import (
 // (an outbox without the outbox_schema table). Version 2 adds the
 // counters Snapshot and Enqueue read instead of counting rows, and the
 // burst column of EnqueueBurst. Version 3 adds the trace context an
-// Enqueue stores for WithTracer.
-const SchemaVersion = 3
+// Enqueue stores for WithTracer. Version 4 adds the write marks of Run's
+// claims (unwritten_at).
+const SchemaVersion = 4
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -27,6 +28,7 @@ type migration struct {
 var migrations = []migration{
 	{sqlite: migrateSQLite1to2, postgres: migratePostgres1to2},
 	{sqlite: migrate2to3, postgres: migrate2to3},
+	{sqlite: migrateUnwritten, postgres: migrateUnwritten}, // mark.go
 }
 
 // migrate2to3 adds the trace context stored with an item (WithTracer).
