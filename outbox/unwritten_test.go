@@ -211,13 +211,13 @@ func killBeforeWrite(t *testing.T, read bool) {
 	}
 }
 
-// heldTransport holds each request before reading its body until release
-// is closed, then hands it to inner and reports inner's error on
-// finished.
+// heldTransport holds each request before reading its body until it
+// takes a token from release, then hands it to inner and reports inner's
+// error on finished.
 type heldTransport struct {
 	inner    http.RoundTripper
 	arrived  chan struct{} // receives once per request held
-	release  chan struct{}
+	release  chan struct{} // one token per request let go
 	finished chan error
 }
 
@@ -259,7 +259,7 @@ func claimLost(t *testing.T, dsn string) {
 	// Real sockets.
 	inner := &http.Transport{}
 	defer inner.CloseIdleConnections()
-	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}), finished: make(chan error, 1)}
+	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, 1), finished: make(chan error, 1)}
 	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func claimLost(t *testing.T, dsn string) {
 	stopB()
 	<-doneB
 
-	close(held.release) // A resumes: its mark must find the claim gone
+	held.release <- struct{}{} // A resumes: its mark must find the claim gone
 	if err := <-held.finished; err == nil || !strings.Contains(err.Error(), "claim was lost") {
 		t.Errorf("A's request: %v, want the lost claim's error", err)
 	}
@@ -334,5 +334,143 @@ func claimLost(t *testing.T, dsn string) {
 	}
 	if got, want := strings.Join(states, " "), "queued sending queued sending accepted"; got != want {
 		t.Errorf("history %s, want %s", got, want)
+	}
+}
+
+// A burst claimed by a worker that lost its claims before writing any
+// bubble is queued again whole and sent once, in order, by the worker
+// that took it over. If its first bubble was written (marked), the burst
+// is not queued again: the bubbles after it stay submitted_unknown and
+// are never sent (no hole in the reply), while the first, accepted by
+// Meta, is recorded accepted when its worker learns it.
+func TestWriteMarkBurstRecovery(t *testing.T) {
+	for _, written := range []int{0, 1} {
+		t.Run(fmt.Sprintf("sqlite/written=%d", written), func(t *testing.T) {
+			burstRecovery(t, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), written)
+		})
+		t.Run(fmt.Sprintf("postgres/written=%d", written), func(t *testing.T) { burstRecovery(t, requirePostgres(t), written) })
+	}
+}
+
+func burstRecovery(t *testing.T, dsn string, written int) {
+	meta := cloudapitest.NewServer(t)
+	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	keys := []string{"b-0", "b-1", "b-2"}
+	var msgs []cloudapi.Message
+	for _, k := range keys {
+		m := cloudapi.Text(recipient(1), k)
+		m.IdempotencyKey = k
+		msgs = append(msgs, m)
+	}
+	if _, err := a.EnqueueBurst(t.Context(), from, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	inner := &http.Transport{}
+	defer inner.CloseIdleConnections()
+	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, 3), finished: make(chan error, 3)}
+	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxA, stopA := context.WithCancel(t.Context())
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Run(ctxA, ca) }()
+	<-held.arrived
+	for range written {
+		held.release <- struct{}{}
+		if err := <-held.finished; err != nil {
+			t.Fatal(err)
+		}
+		<-held.arrived // the next bubble, held before its write
+	}
+	// A's leases end (as if it had paused that long); B takes over.
+	if _, err := a.DB().ExecContext(t.Context(), `UPDATE outbox_items SET lease_until = 1 WHERE state = 'sending'`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := outbox.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxB, stopB := context.WithCancel(t.Context())
+	doneB := make(chan error, 1)
+	go func() { doneB <- b.Run(ctxB, cb) }()
+	settled := func() bool {
+		for _, k := range keys[written:] {
+			it, err := b.Get(t.Context(), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !it.State.Final() {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !settled() {
+		if time.Now().After(deadline) {
+			t.Fatal("B did not settle the burst")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopB()
+	<-doneB
+	held.release <- struct{}{} // A resumes: its mark must find its claim gone
+	if err := <-held.finished; err == nil {
+		t.Error("A wrote a bubble after losing its claim")
+	}
+	// A's send ends and records what it can.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		it, err := a.Get(t.Context(), keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.State == outbox.StateAccepted || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopA()
+	<-doneA
+
+	sent := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			sent[r.CallbackData]++
+		}
+	}
+	for i, k := range keys {
+		it, err := a.Get(t.Context(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState, wantSent := outbox.StateAccepted, 1
+		if written > 0 && i >= written {
+			wantState, wantSent = outbox.StateSubmittedUnknown, 0
+		}
+		if it.State != wantState || sent[k] != wantSent {
+			t.Errorf("%s: %v (%s), accepted by Meta %d times; want %v, %d", k, it.State, it.Reason, sent[k], wantState, wantSent)
+		}
+	}
+	if written == 0 {
+		var order []string
+		for _, r := range meta.Requests() {
+			if r.Accepted {
+				order = append(order, r.CallbackData)
+			}
+		}
+		if got := strings.Join(order, " "); got != "b-0 b-1 b-2" {
+			t.Errorf("Meta accepted %s, want b-0 b-1 b-2", got)
+		}
 	}
 }
