@@ -9,7 +9,9 @@ import "time"
 // mark took time. The body is written only if ready returns nil, so a
 // message whose mark did not return nil is never written: a mark that
 // fails aborts the request as a refused check does (not submitted, no
-// byte of the body left).
+// byte of the body left). (The transport may have sent the request's
+// headers already, as it does for any body it cannot size in memory: Meta
+// cannot act on a message without its body.)
 //
 // The mark comes after the last check that found the connection and the
 // slot ready, so that a message waiting out a hold or a new slot is not
@@ -24,9 +26,13 @@ func (g *gate) ready() error {
 		return nil
 	}
 	g.mu.Lock()
-	if g.marked || g.done || g.aborted != nil {
+	switch {
+	case g.done: // the send gave up meanwhile
 		g.mu.Unlock()
-		return g.check() // (a second body of the request: check says why, or lets it go)
+		return errGateDone
+	case g.marked: // a second body of the request (the transport's retry)
+		g.mu.Unlock()
+		return nil
 	}
 	// The check runs again: until it does, the body has not been let go.
 	g.checked = time.Time{}

@@ -15,7 +15,7 @@ import (
 
 // The write mark of a send's context (the outbox's "about to write" mark)
 // runs once per message, before any byte of its body leaves: until it
-// returns, Meta has seen nothing; once it has returned nil, the message
+// returns, Meta has no message; once it has returned nil, the message
 // goes.
 func TestWriteMarkBeforeWrite(t *testing.T) {
 	meta := cloudapitest.NewServer(t)

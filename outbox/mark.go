@@ -10,9 +10,10 @@ import (
 )
 
 // WithWriteMarks makes Run commit a durable "about to write" mark for each
-// message right before the first byte of its request may leave (after the
-// Client's last check of the connection and of the message's slot), so
-// that after a crash (kill -9, a lost machine) a claim whose request
+// message right before the first byte of its request's body may leave
+// (after the Client's last check of the connection and of the message's
+// slot; the request's headers may have left, but Meta cannot act on a
+// message without its body), so that after a crash (kill -9, a lost machine) a claim whose request
 // provably never left is queued again automatically once its lease ends,
 // at the head of its lane and its attempt uncounted, instead of becoming
 // submitted_unknown. A claim whose mark was committed becomes
