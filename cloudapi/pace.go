@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/writemark"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
 )
@@ -44,10 +45,16 @@ type gate struct {
 	num   *throughput.Limiter
 	bytes []byte // the request body
 
+	// mark runs once before the first write (see ready), or is nil; key
+	// is the message's idempotency key, given to it.
+	mark writemark.Func
+	key  string
+
 	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
 	done    bool
 	checked time.Time // when the check let the body go
 	aborted error     // why the check refused: no byte of the body left
+	marked  bool      // mark has returned nil
 }
 
 // errGateDone: the body was read after the send gave up on the request.
@@ -73,7 +80,7 @@ type pacedBody struct {
 
 func (b *pacedBody) Read(p []byte) (int, error) {
 	if !b.checked {
-		if err := b.g.check(); err != nil {
+		if err := b.g.ready(); err != nil {
 			return 0, err
 		}
 		b.checked = true

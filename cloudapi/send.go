@@ -11,6 +11,7 @@ import (
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/internal/phone"
+	"github.com/wapace/wapace/internal/writemark"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -306,6 +307,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		return 0, false, err
 	}
 	num := c.Number(s.from)
+	mark := writemark.From(s.ctx)
 	for k := range n {
 		idx := i + k
 		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
@@ -321,7 +323,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		}
 		s.attempts[idx]++
 		posted := c.clock.Now()
-		g := &gate{s: s, a: a, k: k, num: num}
+		g := &gate{s: s, a: a, k: k, num: num, mark: mark, key: s.keys[idx]}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)

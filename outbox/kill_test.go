@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,20 +25,26 @@ import (
 // for leaked goroutines otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv("OUTBOX_TEST_SENDER") != "" {
-		os.Exit(sender(os.Getenv("OUTBOX_TEST_DSN"), os.Getenv("OUTBOX_TEST_META"), os.Getenv("OUTBOX_TEST_WORKER")))
+		os.Exit(sender(os.Getenv("OUTBOX_TEST_DSN"), os.Getenv("OUTBOX_TEST_META"), os.Getenv("OUTBOX_TEST_WORKER"), os.Getenv("OUTBOX_TEST_MARKS") != ""))
+	}
+	if os.Getenv("OUTBOX_TEST_STUCK") != "" {
+		os.Exit(stuckSender(os.Getenv("OUTBOX_TEST_DSN"), os.Getenv("OUTBOX_TEST_READ") != "", os.Getenv("OUTBOX_TEST_DIR")))
 	}
 	goleak.VerifyTestMain(m)
 }
 
 // sender is a real sender process: it dispatches the outbox at dsn to the
 // fake Meta at base until nothing is left, then exits 0. A non-empty
-// worker is its WithWorkerID.
-func sender(dsn, base, worker string) int {
+// worker is its WithWorkerID; with marks, it runs WithWriteMarks.
+func sender(dsn, base, worker string, marks bool) int {
 	ctx := context.Background()
 	pairs := pairlimit.New(fastPairs)
 	opts := []outbox.Option{outbox.WithLease(300 * time.Millisecond)}
 	if worker != "" {
 		opts = append(opts, outbox.WithWorkerID(worker))
+	}
+	if marks {
+		opts = append(opts, outbox.WithWriteMarks())
 	}
 	o, err := outbox.Open(ctx, dsn, opts...)
 	if err != nil {
@@ -44,7 +52,11 @@ func sender(dsn, base, worker string) int {
 		return 2
 	}
 	defer o.Close()
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(base), cloudapi.WithPairLimiter(pairs), cloudapi.WithThroughput(10000))
+	mps := 10000
+	if v, err := strconv.Atoi(os.Getenv("OUTBOX_TEST_KILL_MPS")); err == nil && v > 0 {
+		mps = v // to measure with sends waiting for their slots, as at a real number's pace
+	}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(base), cloudapi.WithPairLimiter(pairs), cloudapi.WithThroughput(mps))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -79,15 +91,19 @@ func sender(dsn, base, worker string) int {
 // SIGKILL mid-run and restarted twice: afterwards every message is
 // accepted exactly once or is submitted_unknown, none is accepted twice,
 // FIFO order holds per recipient, and Meta never answered 131056.
-func TestKill9(t *testing.T) { kill9(t, "") }
+func TestKill9(t *testing.T) { kill9(t, "", false) }
 
 // A supervisor restarts the killed sender under the same WithWorkerID:
 // the dead process's claims are recovered after their lease all the same
 // (they used to stay sending for good under a name equal to the new
 // process's, and their lanes never moved).
-func TestKill9FixedWorkerID(t *testing.T) { kill9(t, "sender-0") }
+func TestKill9FixedWorkerID(t *testing.T) { kill9(t, "sender-0", false) }
 
-func kill9(t *testing.T, worker string) {
+// With WithWriteMarks, the dead claims whose requests provably never left
+// are queued again and sent (once) instead of becoming submitted_unknown.
+func TestKill9WriteMarks(t *testing.T) { kill9(t, "", true) }
+
+func kill9(t *testing.T, worker string, marks bool) {
 	if testing.Short() {
 		t.Skip("starts sender processes")
 	}
@@ -121,6 +137,9 @@ func kill9(t *testing.T, worker string) {
 	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+base, "OUTBOX_TEST_WORKER="+worker)
+		if marks {
+			cmd.Env = append(cmd.Env, "OUTBOX_TEST_MARKS=1")
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -208,11 +227,17 @@ func kill9(t *testing.T, worker string) {
 			accepted[r.CallbackData] = true
 		}
 	}
-	unknown := 0
+	unknown, unsent, recovered := 0, 0, 0
 	for _, k := range keys {
 		it, err := o.Get(t.Context(), k)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, h := range it.History {
+			if h.State == outbox.StateQueued && strings.Contains(h.Reason, "before its request was written") {
+				recovered++ // a dead claim whose request provably never left
+				break
+			}
 		}
 		switch it.State {
 		case outbox.StateAccepted:
@@ -221,11 +246,18 @@ func kill9(t *testing.T, worker string) {
 			}
 		case outbox.StateSubmittedUnknown:
 			unknown++
+			if !accepted[k] {
+				unsent++ // (or cut short mid-request)
+			}
 		default:
 			t.Errorf("%s: %v (%s)", k, it.State, it.Reason)
 		}
 	}
-	t.Logf("%d messages: %d accepted, %d submitted_unknown, %d requests", total, len(accepted), unknown, len(meta.Requests()))
+	t.Logf("%d messages: %d accepted, %d submitted_unknown (%d of them never accepted by Meta), %d dead claims queued again, %d requests",
+		total, len(accepted), unknown, unsent, recovered, len(meta.Requests()))
+	if !marks && recovered > 0 {
+		t.Errorf("%d dead claims queued again without write marks", recovered)
+	}
 	if unknown > 2*outbox.DefaultConcurrency {
 		t.Errorf("%d unknown: more than two kills can leave", unknown)
 	}

@@ -87,6 +87,7 @@ type config struct {
 	newKey       func() string
 	owner        string
 	ownerFixed   bool // WithWorkerID: the name is held in outbox_workers
+	marks        bool // WithWriteMarks (mark.go)
 }
 
 func defaultConfig() config {

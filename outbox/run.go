@@ -15,6 +15,7 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/writemark"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -75,7 +76,9 @@ type finished struct {
 //
 // On each wake-up, before claiming, Run: marks submitted_unknown the items
 // claimed by a worker whose lease ended (it died mid-request: never resent
-// automatically); dead-letters as expired the queued items whose deadline
+// automatically), except those whose requests provably never left, which
+// it queues again at the head of their lanes (claims made with
+// WithWriteMarks and not yet marked); dead-letters as expired the queued items whose deadline
 // passed; and queues again the submitted_unknown items a ResendPolicy
 // allows. Right before each attempt it calls the Revalidate hook and, with
 // WithServiceWindow, checks the window (131047) without spending anything.
@@ -131,6 +134,7 @@ type runner struct {
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
 	uncertain  []any      // keys a failed claim transaction may have claimed
+	marks      markGroup  // the write marks of the sends in flight (mark.go)
 
 	sigMu   sync.Mutex         // protects wake, awake and pending
 	wake    context.CancelFunc // ends the current sleep
@@ -517,6 +521,10 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 	if now.Before(r.sweepAt) {
 		sweep = func(State, string, string, ...any) error { return nil }
 	}
+	const unwritten = "claimed by a worker whose lease ended before its request was written: queued again"
+	if err := sweep(StateQueued, unwritten, sqlSweepUnwritten, nanos(now), nanos(now), unwritten, r.owner, nanos(now)); err != nil {
+		return nil, 0, nil, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
+	}
 	const dead = "claimed by a worker whose lease ended mid-send: outcome unknown, not resent"
 	if err := sweep(StateSubmittedUnknown, dead, sqlSweepDead, nanos(now), dead, r.owner, nanos(now)); err != nil {
 		return nil, 0, nil, fmt.Errorf("outbox: run: recovering dead claims: %w", err)
@@ -589,7 +597,11 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := o.exec(ctx, tx, claimSQL(o.d), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), listArg(o.d, ids)); err != nil {
+		unwritten := int64(0) // without marks: not provably unwritten
+		if o.cfg.marks {
+			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
+		}
+		if _, err := o.exec(ctx, tx, claimSQL(o.d), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
@@ -654,7 +666,7 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 
 // claimSQL claims the items whose ids are listed.
 func claimSQL(d dialect) string {
-	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?,
+	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
 		attempts = attempts + 1, reason = '' WHERE id ` + d.inList("bigint")
 }
 
@@ -760,6 +772,9 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.flying.Add(1)
 		spawn(func() {
 			ctx, end := r.o.dispatch(sendCtx, it)
+			if r.o.cfg.marks {
+				ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
+			}
 			if len(it.rest) > 0 {
 				f := r.sendBurst(ctx, it)
 				end(f.err)
@@ -1084,6 +1099,11 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason, false)
 	case st == cloudapi.StateNotSubmitted && sendCtx.Err() != nil:
 		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written", true)
+	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, errNotMarked):
+		// Its write mark could not be committed (the database is
+		// failing, or the claim was lost): never written, so it goes
+		// back to its lane's head at once, its attempt uncounted.
+		return r.requeue(ctx, tx, now, now, key, "not sent: "+reason, true)
 	case st == cloudapi.StateNotSubmitted && f.it.Attempts < maxDispatches:
 		// Nothing reached Meta (the connection could not be made): try
 		// again later.

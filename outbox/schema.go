@@ -16,8 +16,9 @@ import (
 // counters Snapshot and Enqueue read instead of counting rows, and the
 // burst column of EnqueueBurst. Version 3 adds the trace context an
 // Enqueue stores for WithTracer. Version 4 (SQLite) counts transitions
-// without an upsert (see migrateSQLite3to4).
-const SchemaVersion = 4
+// without an upsert (see migrateSQLite3to4). Version 5 adds the write
+// marks of Run's claims (unwritten_at, WithWriteMarks).
+const SchemaVersion = 5
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -29,6 +30,7 @@ var migrations = []migration{
 	{sqlite: migrateSQLite1to2, postgres: migratePostgres1to2},
 	{sqlite: migrate2to3, postgres: migrate2to3},
 	{sqlite: migrateSQLite3to4, postgres: `SELECT 1`},
+	{sqlite: migrateUnwritten, postgres: migrateUnwritten}, // mark.go
 }
 
 // migrateSQLite3to4 rewrites the trigger counting transitions without an
