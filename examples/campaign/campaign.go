@@ -113,7 +113,7 @@ func userThinks(r *rand.Rand) time.Duration {
 func RunWapace(w Workload) (Report, error) {
 	cfg := w.cfg
 	pairs := pairlimit.New(pairlimit.Meta)
-	world, err := newWorld(cfg.MPS, nil, cloudapi.WithPairLimiter(pairs))
+	world, err := newWorld(cfg.MPS, cloudapi.WithPairLimiter(pairs))
 	if err != nil {
 		return Report{}, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/examples/internal/simworld"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -126,7 +127,7 @@ func countAll(m map[string][]line) int {
 func demoLog() io.Reader {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	w, err := newWorld(80, logger)
+	w, err := simworld.New(80, logger)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -146,14 +147,14 @@ func demoLog() io.Reader {
 		for i := range bubbles {
 			bubbles[i] = cloudapi.Text(user, fmt.Sprintf("Menu item %d", i+1))
 		}
-		if _, err := c.SendBurst(ctx, numberID, bubbles...); err != nil {
+		if _, err := c.SendBurst(ctx, simworld.NumberID, bubbles...); err != nil {
 			log.Fatal(err)
 		}
-		if _, err := c.Send(ctx, numberID, cloudapi.Text("+237 690 00 00 02", "Unrelated user: fine")); err != nil {
+		if _, err := c.Send(ctx, simworld.NumberID, cloudapi.Text("+237 690 00 00 02", "Unrelated user: fine")); err != nil {
 			log.Fatal(err)
 		}
 		w.Clock.Sleep(100 * time.Second)
-		if _, err := c.Send(ctx, numberID, cloudapi.Text(user, "Anything else?")); err == nil {
+		if _, err := c.Send(ctx, simworld.NumberID, cloudapi.Text(user, "Anything else?")); err == nil {
 			log.Fatal("the demo expected a 131056")
 		}
 	})
