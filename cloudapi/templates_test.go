@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -366,30 +364,7 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 			srv.PostWebhook(hook, notice)
 		}()
 		start := time.Now()
-		const n = 2000
-		errs := make(chan error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi"))
-				errs <- err
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := c.Number(number).MPS(); got != throughput.Upgraded {
-			t.Errorf("number at %d msg/s after the upgrade notice", got)
-		}
-		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
-			t.Errorf("%d x 130429", n)
-		}
+		sendUpgradeCampaign(t, c, srv, 2000)
 		// The number's 131057 hold is polled after 10, 20 and 40 s, so
 		// sending resumes at 70 s; the 2,000 messages then take 2 s at
 		// 1,000 msg/s, and 25 s at the old 80 (or a part of them at it,

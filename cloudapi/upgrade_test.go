@@ -51,30 +51,7 @@ func TestUpgradeRaisesTheRateOfQueuedSends(t *testing.T) {
 				t.Errorf("webhook answered %d", res.StatusCode)
 			}
 		}()
-		const n = 2000
-		errs := make(chan error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi"))
-				errs <- err
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := c.Number(number).MPS(); got != throughput.Upgraded {
-			t.Errorf("number at %d msg/s after the upgrade notice", got)
-		}
-		if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
-			t.Errorf("%d x 130429", n)
-		}
+		sendUpgradeCampaign(t, c, srv, 2000)
 		// About 120 messages go before the upgrade begins; the number's
 		// 131057 hold, polled after 10, 20 and 40 s, ends 70 s after it
 		// (71.5 s); the other ~1,880 then take under 2 s at 1,000 msg/s,
@@ -83,4 +60,35 @@ func TestUpgradeRaisesTheRateOfQueuedSends(t *testing.T) {
 			t.Errorf("the campaign took %v, want at most %v: queued sends kept the old rate", took, want)
 		}
 	})
+}
+
+// sendUpgradeCampaign sends n texts from number to as many recipients at
+// once, through a number whose throughput upgrade is under way, and fails
+// on any error; then the number must send at throughput.Upgraded, and the
+// fake must have answered no 130429.
+func sendUpgradeCampaign(t *testing.T, c *cloudapi.Client, srv *cloudapitest.Server, n int) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi"))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Number(number).MPS(); got != throughput.Upgraded {
+		t.Errorf("number at %d msg/s after the upgrade notice", got)
+	}
+	if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
+		t.Errorf("%d x 130429", n)
+	}
 }

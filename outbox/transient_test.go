@@ -82,6 +82,92 @@ func acceptedOnce(t *testing.T, o *outbox.Outbox, meta *cloudapitest.Server, key
 	}
 }
 
+// startRun runs o.Run with c until the returned cancel; Run's result
+// comes on the channel.
+func startRun(ctx context.Context, o *outbox.Outbox, c *cloudapi.Client) (<-chan error, context.CancelFunc) {
+	runCtx, cancel := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- o.Run(runCtx, c) }()
+	return runErr, cancel
+}
+
+// stopRun cancels Run and checks that it returned context.Canceled.
+func stopRun(t *testing.T, runErr <-chan error, cancel context.CancelFunc) {
+	t.Helper()
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// enqueueKeyed enqueues n texts keyed prefix-0 ... and returns the keys.
+func enqueueKeyed(t *testing.T, o *outbox.Outbox, prefix string, n int) []string {
+	t.Helper()
+	var keys []string
+	for i := range n {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = fmt.Sprintf("%s-%d", prefix, i)
+		keys = append(keys, m.IdempotencyKey)
+		if _, err := o.Enqueue(t.Context(), from, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// holdWriteLock is another process holding the SQLite outbox's write lock
+// (a connection of its own, BEGIN IMMEDIATE) until commit is called.
+func holdWriteLock(t *testing.T, dsn string) (commit func()) {
+	t.Helper()
+	ctx := t.Context()
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// terminateBackends terminates every other connection to the database,
+// as an administrator or a failover does.
+func terminateBackends(t *testing.T, admin *sql.DB) {
+	t.Helper()
+	if _, err := admin.ExecContext(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openRidingOut opens the outbox at dsn waking every 10 ms and reporting
+// Run's errors to log, with a fake Meta and a Client of 10,000 msg/s.
+func openRidingOut(t *testing.T, dsn string, log *errLog) (*outbox.Outbox, *cloudapitest.Server, *cloudapi.Client) {
+	t.Helper()
+	o, err := outbox.Open(t.Context(), dsn, outbox.WithIdleWake(10*time.Millisecond), outbox.WithRunErrorObserver(log.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(10000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithThroughput(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, meta, c
+}
+
 // TestRunRidesOutSQLiteBusy: issue 23 item 7. Another process held the
 // write lock longer than the busy timeout (10 s): Run returned SQLITE_BUSY
 // and the application had to restart it. It reports the error and tries
@@ -95,48 +181,20 @@ func TestRunRidesOutSQLiteBusy(t *testing.T) {
 	o, dsn := openSQLite(t, outbox.WithRunErrorObserver(log.observe))
 	meta := cloudapitest.NewServer(t)
 	c := newClient(t, meta)
-	ctx := t.Context()
-	var keys []string
-	for i := range 5 {
-		m := cloudapi.Text(recipient(i), "x")
-		m.IdempotencyKey = fmt.Sprintf("busy-%d", i)
-		keys = append(keys, m.IdempotencyKey)
-		if _, err := o.Enqueue(ctx, from, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	keys := enqueueKeyed(t, o, "busy", 5)
 	// The other process: a connection of its own holding the write lock.
-	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
+	commit := holdWriteLock(t, dsn)
+	runErr, cancel := startRun(t.Context(), o, c)
 	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- o.Run(runCtx, c) }()
 	log.await(t, time.Minute) // SQLITE_BUSY, after the 10 s busy timeout
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		t.Fatal(err)
-	}
+	commit()
 	drainAll(t, o, runErr, time.Minute)
 	acceptedOnce(t, o, meta, keys)
 	errs := log.list()
 	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "SQLITE_BUSY") && !strings.Contains(errs[0].Error(), "locked") {
 		t.Errorf("reported errors %v, want SQLITE_BUSY", errs)
 	}
-	cancel()
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
+	stopRun(t, runErr, cancel)
 }
 
 // TestPostgresRunRidesOutTerminatedBackends: issue 23 item 7. An
@@ -147,25 +205,14 @@ func TestPostgresRunRidesOutTerminatedBackends(t *testing.T) {
 	dsn := requirePostgres(t)
 	ctx := t.Context()
 	var log errLog
-	o, err := outbox.Open(ctx, dsn, outbox.WithIdleWake(10*time.Millisecond), outbox.WithRunErrorObserver(log.observe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o, meta, c := openRidingOut(t, dsn, &log)
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(10000))
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithThroughput(10000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runErr, cancel := startRun(ctx, o, c)
 	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- o.Run(runCtx, c) }()
 	var keys []string
 	for i := range 200 {
 		m := cloudapi.Text(recipient(i), "x")
@@ -181,10 +228,7 @@ func TestPostgresRunRidesOutTerminatedBackends(t *testing.T) {
 		}
 		keys = append(keys, m.IdempotencyKey)
 		if i%20 == 10 {
-			if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
-				t.Fatal(err)
-			}
+			terminateBackends(t, admin)
 		}
 	}
 	drainAll(t, o, runErr, 2*time.Minute)
@@ -192,10 +236,7 @@ func TestPostgresRunRidesOutTerminatedBackends(t *testing.T) {
 	if len(log.list()) == 0 {
 		t.Error("no error reported: the backends were not terminated under Run")
 	}
-	cancel()
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
+	stopRun(t, runErr, cancel)
 }
 
 // TestRunStopsOnPermanentError: an error that waiting does not fix (the
@@ -304,20 +345,9 @@ func TestPostgresRunRidesOutRestart(t *testing.T) {
 	u.Host = proxy.ln.Addr().String()
 	ctx := t.Context()
 	var log errLog
-	o, err := outbox.Open(ctx, u.String(), outbox.WithIdleWake(10*time.Millisecond), outbox.WithRunErrorObserver(log.observe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(10000))
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithThroughput(10000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
+	o, meta, c := openRidingOut(t, u.String(), &log)
+	runErr, cancel := startRun(ctx, o, c)
 	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- o.Run(runCtx, c) }()
 	var keys []string
 	for i := range 150 {
 		m := cloudapi.Text(recipient(i), "x")
@@ -340,10 +370,7 @@ func TestPostgresRunRidesOutRestart(t *testing.T) {
 	if len(log.list()) == 0 {
 		t.Error("no error reported: the restart did not reach Run")
 	}
-	cancel()
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
+	stopRun(t, runErr, cancel)
 }
 
 // gateTransport holds every request until open is closed.
@@ -379,52 +406,25 @@ func TestRunKeepsOutcomesItCannotRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	var keys []string
-	for i := range n {
-		m := cloudapi.Text(recipient(i), "x")
-		m.IdempotencyKey = fmt.Sprintf("unrecorded-%d", i)
-		keys = append(keys, m.IdempotencyKey)
-		if _, err := o.Enqueue(ctx, from, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runCtx, cancel := context.WithCancel(ctx)
+	keys := enqueueKeyed(t, o, "unrecorded", n)
+	runErr, cancel := startRun(ctx, o, c)
 	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- o.Run(runCtx, c) }()
 	for range n {
 		<-gate.arrived // every item claimed (committed) and in flight
 	}
-	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	commit := holdWriteLock(t, dsn)
 	close(gate.open) // Meta answers; Run cannot record it
 	log.await(t, time.Minute)
 	if st, err := o.Snapshot(ctx); err != nil || st.Counts[outbox.StateSending] != n {
 		t.Errorf("while the lock is held: %v, %v; want every item still sending", st.Counts, err)
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		t.Fatal(err)
-	}
+	commit()
 	drainAll(t, o, runErr, time.Minute)
 	acceptedOnce(t, o, meta, keys)
 	if len(log.list()) == 0 {
 		t.Error("no error reported")
 	}
-	cancel()
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
+	stopRun(t, runErr, cancel)
 }
 
 // TestPostgresListenerSurvivesTermination: the LISTEN connection that wakes
@@ -450,10 +450,8 @@ func TestPostgresListenerSurvivesTermination(t *testing.T) {
 	}
 	defer admin.Close()
 	meta := cloudapitest.NewServer(t)
-	runCtx, cancel := context.WithCancel(ctx)
+	runErr, cancel := startRun(ctx, a, newClient(t, meta))
 	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- a.Run(runCtx, newClient(t, meta)) }()
 	enqueue := func(key string, to int) {
 		m := cloudapi.Text(recipient(to), "x")
 		m.IdempotencyKey = key
@@ -475,16 +473,10 @@ func TestPostgresListenerSurvivesTermination(t *testing.T) {
 	}
 	enqueue("listen-1", 1)
 	await("listen-1")
-	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
-		t.Fatal(err)
-	}
+	terminateBackends(t, admin)
 	enqueue("listen-2", 2)
 	t0 := time.Now()
 	await("listen-2")
 	t.Logf("listen-2 sent after %v", time.Since(t0))
-	cancel()
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
+	stopRun(t, runErr, cancel)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,6 +259,110 @@ func TestConcurrentGiveBackIsExact(t *testing.T) {
 			time.Duration(st.Due-t0.UnixNano()), time.Duration(want-t0.UnixNano()), reserved, given)
 	}
 	t.Logf("%d reserved, %d given back", reserved, given)
+}
+
+// pauseAt makes s's next op (reserve or cancel) on p stop between the
+// shadow's step and its script: stopped is closed when it does, and it
+// goes on once goOn is closed.
+func pauseAt(s *Store, op string, p pairlimit.Pair) (stopped, goOn chan struct{}) {
+	stopped, goOn = make(chan struct{}), make(chan struct{})
+	var done atomic.Bool
+	s.pause = func(o string, q pairlimit.Pair) {
+		if o == op && q == p && done.CompareAndSwap(false, true) {
+			close(stopped)
+			<-goOn
+		}
+	}
+	return stopped, goOn
+}
+
+// owesExactly checks that p owes exactly n x cost after t0 in Redis and in
+// s's shadow.
+func owesExactly(t *testing.T, s *Store, p pairlimit.Pair, n int, cost time.Duration) {
+	t.Helper()
+	st, err := s.pairStateOf(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := t0.UnixNano() + int64(n)*int64(cost)
+	if st.Due != want {
+		t.Errorf("the pair owes until +%v, want +%v", time.Duration(st.Due-t0.UnixNano()), time.Duration(want-t0.UnixNano()))
+	}
+	if f := s.shadow.floor(p); f != want {
+		t.Errorf("the shadow's floor is +%v, want +%v", time.Duration(f-t0.UnixNano()), time.Duration(want-t0.UnixNano()))
+	}
+}
+
+// The two interleavings behind TestConcurrentGiveBackIsExact's rare
+// failure, forced. Whichever way each race goes, the pair owes exactly
+// what was reserved and not given back, in Redis and in the Store's shadow.
+func TestGiveBackRacesAreExact(t *testing.T) {
+	const cost = time.Second
+	ctx := t.Context()
+	reserve := func(t *testing.T, s *Store, p pairlimit.Pair) pairstore.Ticket {
+		t.Helper()
+		tk, ok, err := s.Reserve(ctx, p, t0, cost, pairlimit.InfDuration)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		return tk
+	}
+	cancel := func(t *testing.T, s *Store, p pairlimit.Pair, tk pairstore.Ticket) int {
+		t.Helper()
+		back, err := s.Cancel(ctx, p, t0, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back {
+			return 1
+		}
+		return 0
+	}
+
+	// A reservation takes the floor (the Due the latest reservation left);
+	// a give-back of that reservation lands in Redis before the
+	// reservation's script, which lifted the pair to the stale floor: the
+	// debt given back came back.
+	t.Run("floor taken, then given back", func(t *testing.T) {
+		s := newTestStore(t)
+		p, _ := pairlimit.NewPair("106540352242922", "237690000035")
+		reserve(t, s, p)
+		last := reserve(t, s, p)
+		stopped, goOn := pauseAt(s, "reserve", p)
+		done := make(chan pairstore.Ticket)
+		go func() { done <- reserve(t, s, p) }()
+		<-stopped
+		given := cancel(t, s, p, last)
+		close(goOn)
+		tk := <-done
+		if want := t0.UnixNano() + int64(3-given)*int64(cost); tk.End != want {
+			t.Errorf("the racing reservation ends at +%v, want +%v", time.Duration(tk.End-t0.UnixNano()), time.Duration(want-t0.UnixNano()))
+		}
+		owesExactly(t, s, p, 3-given, cost)
+	})
+
+	// Two give-backs at once, the later ticket's landing first in Redis:
+	// the shadow was set to the Due the later ticket found, which still
+	// held the earlier ticket's debt, given back a moment later; the next
+	// reservation was lifted to it.
+	t.Run("two give-backs at once", func(t *testing.T) {
+		s := newTestStore(t)
+		p, _ := pairlimit.NewPair("106540352242922", "237690000036")
+		first := reserve(t, s, p)
+		second := reserve(t, s, p)
+		stopped, goOn := pauseAt(s, "cancel", p)
+		done := make(chan int)
+		go func() { done <- cancel(t, s, p, first) }()
+		<-stopped
+		given := cancel(t, s, p, second)
+		close(goOn)
+		given += <-done
+		tk := reserve(t, s, p)
+		if want := t0.UnixNano() + int64(3-given)*int64(cost); tk.End != want {
+			t.Errorf("the next reservation ends at +%v, want +%v (%d given back)", time.Duration(tk.End-t0.UnixNano()), time.Duration(want-t0.UnixNano()), given)
+		}
+		owesExactly(t, s, p, 3-given, cost)
+	})
 }
 
 // A reservation whose debt saturates is given back like any other, at any

@@ -167,6 +167,18 @@ func (m marker) until(debt time.Duration) int64 {
 // with this floor, so it holds this process's earlier debts). Entries go
 // once their Due is KeepAfterDue past; beyond shadowMax entries in a
 // shard, the earliest debts go first. Safe for concurrent use.
+//
+// A reservation takes its floor before its script runs, and the script
+// lifts the pair to it whatever happened in between; so the shadow also
+// keeps, per pair, what is in flight, and declines a give-back (Cancel
+// reports false, as when a later reservation exists) that could make it
+// hold more than Redis:
+//   - while a reservation in flight took a floor above the Due the ticket
+//     found: its script, run after the give-back, would lift the pair to
+//     the debt just given back;
+//   - while another give-back of the pair is in flight: the Due a ticket
+//     found holds the debts of the tickets before it, which a give-back in
+//     flight may be removing from Redis.
 type shadow struct {
 	shards [shadowShards]shadowShard
 }
@@ -177,9 +189,16 @@ const (
 )
 
 type shadowShard struct {
-	mu sync.Mutex
-	m  map[pairlimit.Pair]int64 // the Due; protected by mu
-	n  int                      // writes since the last sweep; protected by mu
+	mu     sync.Mutex
+	m      map[pairlimit.Pair]int64  // the Due; protected by mu
+	n      int                       // writes since the last sweep; protected by mu
+	flying map[pairlimit.Pair]flight // what is in flight, while anything is; protected by mu
+}
+
+// flight is what is in flight on a pair.
+type flight struct {
+	floors []int64 // the floors reservations in flight took (a multiset)
+	giving bool    // a give-back is in flight
 }
 
 var shadowSeed = maphash.MakeSeed()
@@ -197,12 +216,46 @@ func (sw *shadow) floor(p pairlimit.Pair) int64 {
 	return d
 }
 
-// reserved records that this process's reservation tk left p owing until
-// tk.End; now is an instant the caller knows to be past.
-func (sw *shadow) reserved(p pairlimit.Pair, tk pairstore.Ticket, now int64) {
+// take returns p's floor for a reservation at tn, or 0 when there is none
+// after tn. A reservation that took a floor hands it back to reserved
+// once its script has answered or failed.
+func (sw *shadow) take(p pairlimit.Pair, tn int64) int64 {
 	sh := sw.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	d := sh.m[p]
+	if d <= tn {
+		return 0
+	}
+	if sh.flying == nil {
+		sh.flying = make(map[pairlimit.Pair]flight)
+	}
+	f := sh.flying[p]
+	f.floors = append(f.floors, d)
+	sh.flying[p] = f
+	return d
+}
+
+// reserved ends a reservation on p that took the floor took (0 for none)
+// and, if ok, left p owing until tk.End; now is an instant the caller
+// knows to be past.
+func (sw *shadow) reserved(p pairlimit.Pair, took int64, ok bool, tk pairstore.Ticket, now int64) {
+	if took == 0 && !ok {
+		return
+	}
+	sh := sw.shard(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if f, fly := sh.flying[p]; fly && took != 0 {
+		if i := slices.Index(f.floors, took); i >= 0 {
+			f.floors[i] = f.floors[len(f.floors)-1]
+			f.floors = f.floors[:len(f.floors)-1]
+		}
+		sh.land(p, f)
+	}
+	if !ok {
+		return
+	}
 	if sh.m == nil {
 		sh.m = make(map[pairlimit.Pair]int64)
 	}
@@ -215,42 +268,81 @@ func (sw *shadow) reserved(p pairlimit.Pair, tk pairstore.Ticket, now int64) {
 	}
 }
 
-// givingBack lowers p's Due to the one tk found, before tk is given back
-// in Redis, if tk's reservation set it and none of this process's has
-// raised it since, and reports whether it did. It lowers first so that a
-// reservation racing the give-back is not lifted to the debt being given
-// back (Redis decides it on its state, which holds tk until the give-back).
-func (sw *shadow) givingBack(p pairlimit.Pair, tk pairstore.Ticket) bool {
+// land stores f as what is in flight on p, or forgets p when f is
+// nothing. Called with sh.mu held.
+func (sh *shadowShard) land(p pairlimit.Pair, f flight) {
+	if len(f.floors) == 0 && !f.giving {
+		delete(sh.flying, p)
+		return
+	}
+	sh.flying[p] = f
+}
+
+// giveBack is what givingBack did with a ticket.
+type giveBack int
+
+const (
+	giveBackDeclined giveBack = iota // do not give the ticket back
+	giveBackAsIs                     // the floor is not the ticket's: give back in Redis alone
+	giveBackLowered                  // the floor was lowered to the Due the ticket found
+)
+
+// givingBack starts a give-back of tk on p, or declines it (see shadow).
+// If tk's reservation set p's Due and none of this process's has raised
+// it since, it lowers it to the Due tk found, before tk is given back in
+// Redis, so that a reservation racing the give-back takes the lower floor
+// (Redis decides it on its state, which holds tk until the give-back).
+// Unless it declined, the caller reports the outcome to givenBack.
+func (sw *shadow) givingBack(p pairlimit.Pair, tk pairstore.Ticket) giveBack {
 	sh := sw.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	d, ok := sh.m[p]
-	if !ok || d != tk.End {
-		return false
+	f := sh.flying[p]
+	if f.giving || slices.ContainsFunc(f.floors, func(d int64) bool { return d > tk.PrevDue }) {
+		return giveBackDeclined
 	}
-	if tk.PrevDue > 0 {
+	f.giving = true
+	if sh.flying == nil {
+		sh.flying = make(map[pairlimit.Pair]flight)
+	}
+	sh.flying[p] = f
+	d, ok := sh.m[p]
+	switch {
+	case !ok || d != tk.End:
+		return giveBackAsIs
+	case tk.PrevDue > 0:
 		sh.m[p] = tk.PrevDue
-	} else {
+	default:
 		delete(sh.m, p)
 	}
-	return true
+	return giveBackLowered
 }
 
-// notGivenBack undoes givingBack when Redis did not give tk back.
-func (sw *shadow) notGivenBack(p pairlimit.Pair, tk pairstore.Ticket) {
+// givenBack ends a give-back givingBack started: back reports whether
+// Redis gave tk back. When it did not, a Due givingBack lowered is raised
+// again.
+func (sw *shadow) givenBack(p pairlimit.Pair, tk pairstore.Ticket, how giveBack, back bool) {
 	sh := sw.shard(p)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if f, fly := sh.flying[p]; fly {
+		f.giving = false
+		sh.land(p, f)
+	}
+	if how != giveBackLowered || back {
+		return
+	}
 	if sh.m == nil {
 		sh.m = make(map[pairlimit.Pair]int64)
 	}
 	if tk.End > sh.m[p] {
 		sh.m[p] = tk.End
 	}
-	sh.mu.Unlock()
 }
 
 // sweep drops the debts repaid KeepAfterDue before now and, if the shard
-// is still over its bound, the earliest ones. Called with sh.mu held.
+// is still over its bound, the earliest ones (what is in flight is kept
+// apart, and stays). Called with sh.mu held.
 func (sh *shadowShard) sweep(now int64) {
 	limit := sat.Sub(now, int64(pairstore.KeepAfterDue))
 	for p, d := range sh.m {

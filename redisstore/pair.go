@@ -56,17 +56,23 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 		lf.qoff, lf.hasQ = until-tn, true
 		qo = lf.qoff
 	}
-	if floor := s.shadow.floor(p); floor > tn {
+	floor := s.shadow.take(p, tn)
+	if floor > tn {
 		lf.floff, lf.hasFloor = floor-tn, true
 		fo = lf.floff
+	}
+	if s.pause != nil {
+		s.pause("reserve", p)
 	}
 	v, err := s.runKeys(ctx, "pair reserve", pairReserveHot, twoKeysArg,
 		[]any{3: s.prefix + "{" + num + "}:p:" + p.To(), 4: s.markerKey(num), 5: tn / 1e9, 6: tn % 1e9,
 			7: int64(max(cost, 0)), 8: wait, 9: keepArg(t), 10: mk.arg(), 11: qo, 12: s.lostDebtArg, 13: fo})
 	if s.fallback(err) {
+		s.shadow.reserved(p, floor, false, pairstore.Ticket{}, 0)
 		return s.localReserve(ctx, p, t, cost, maxWait)
 	}
 	if err != nil {
+		s.shadow.reserved(p, floor, false, pairstore.Ticket{}, 0)
 		return pairstore.Ticket{}, false, err
 	}
 	if raw, ok := markerOf(v); ok { // another marker: learn it, and lift as the script did
@@ -79,11 +85,10 @@ func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost
 	}
 	tk, ok, shape := reserveWith(v, tn, cost, maxWait, lf)
 	if !shape {
+		s.shadow.reserved(p, floor, false, pairstore.Ticket{}, 0)
 		return pairstore.Ticket{}, false, &UnavailableError{Op: "pair reserve", Err: errReply}
 	}
-	if ok {
-		s.shadow.reserved(p, tk, min(tn, time.Now().UnixNano()))
-	}
+	s.shadow.reserved(p, floor, ok, tk, min(tn, time.Now().UnixNano()))
 	return tk, ok, nil
 }
 
@@ -378,7 +383,11 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 	return time.Unix(0, at), nil
 }
 
-// Cancel implements [pairlimit.Store]: State.Cancel in one script.
+// Cancel implements [pairlimit.Store]: State.Cancel in one script. It
+// also reports false, giving nothing back, while this Store has another
+// give-back of the pair in flight, or a reservation of it whose floor
+// (see StateLoss) lies above the Due tk found: the two overlap, and the
+// other goes first, as a later reservation would.
 func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	if tk.ID == 0 {
 		return false, nil
@@ -396,13 +405,17 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	}
 	as, an := secNs(tk.Act)
 	es, en := secNs(tk.End)
-	lowered := s.shadow.givingBack(p, tk)
+	how := s.shadow.givingBack(p, tk)
+	if how == giveBackDeclined {
+		return false, nil
+	}
+	if s.pause != nil {
+		s.pause("cancel", p)
+	}
 	v, err := s.run(ctx, "pair cancel", pairCancel, s.pairKeys(p), sec, nsec, keepArg(time.Unix(0, max(t.UnixNano(), tk.Act))),
 		strconv.FormatUint(tk.ID, 10), strconv.FormatUint(tk.PrevTop, 10), pds, pdn, as, an, es, en)
 	n, _ := v.(int64)
-	if lowered && (err != nil || n != 1) {
-		s.shadow.notGivenBack(p, tk)
-	}
+	s.shadow.givenBack(p, tk, how, err == nil && n == 1)
 	if err != nil {
 		return false, err
 	}

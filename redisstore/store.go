@@ -101,6 +101,10 @@ type Store struct {
 	lostDebtArg any           // lostDebt as a script argument, boxed once
 	observe     func(StateLoss)
 	log         *slog.Logger
+
+	// pause, set by tests, runs between the shadow's step and the script:
+	// in Reserve ("reserve") and in Cancel ("cancel", unless declined).
+	pause func(op string, p pairlimit.Pair)
 }
 
 // New returns a Store over rdb (a *redis.Client, *redis.ClusterClient or

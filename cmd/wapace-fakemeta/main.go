@@ -65,7 +65,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/wapace/wapace/internal/fakemeta"
+	"github.com/wapace/wapace/internal/program/fakemeta"
 )
 
 func main() {

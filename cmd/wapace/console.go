@@ -27,11 +27,8 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tokenFile := fs.String("token-file", "", "file holding the access token (created, mode 0600, if missing)")
 	remote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (put TLS in front of it)")
 	show := fs.Bool("show-numbers", false, "show recipients' phone numbers unmasked")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "console"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("console takes no argument")
 	}
 	token, err := consoleToken(*tokenFile)
 	if err != nil {

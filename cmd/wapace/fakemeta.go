@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/wapace/wapace/internal/fakemeta"
+	"github.com/wapace/wapace/internal/program/fakemeta"
 )
 
 // runFakemeta serves the fake Cloud API, with wapace-fakemeta's flags.

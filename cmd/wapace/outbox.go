@@ -65,6 +65,17 @@ func open(ctx context.Context, dsn string) (*outbox.Outbox, error) {
 	return outbox.Open(ctx, dsn)
 }
 
+// parseNoArgs parses args into fs; the command name takes flags only.
+func parseNoArgs(fs *flag.FlagSet, args []string, name string) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("%s takes no argument", name)
+	}
+	return nil
+}
+
 // mask masks a phone number unless show.
 func mask(s string, show bool) string {
 	if show || s == "" {
@@ -85,11 +96,8 @@ func outboxStats(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("outbox stats", "outbox stats -db DSN [-json]", stderr)
 	db := dbFlag(fs)
 	asJSON := fs.Bool("json", false, "print the Snapshot as JSON")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "stats"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("stats takes no argument")
 	}
 	o, err := open(ctx, *db)
 	if err != nil {
@@ -203,11 +211,8 @@ func outboxList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limit := fs.Int("limit", outbox.DefaultListLimit, "at most this many items, the latest changed first")
 	asJSON := fs.Bool("json", false, "print JSON lines")
 	show := fs.Bool("show-numbers", false, "print recipients' phone numbers unmasked")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "list"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("list takes no argument")
 	}
 	sts, err := stateFilter(*state)
 	if err != nil {

@@ -1,29 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
-	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/internal/program/sendlog"
 )
-
-// logLine is the part of a "wapace attempt" log line replay reads (as the
-// cloudapi Client's logger writes it, JSON lines).
-type logLine struct {
-	Msg  string    `json:"msg"`
-	At   time.Time `json:"at"`
-	Pair string    `json:"pair"`
-	To   string    `json:"to"`
-	Code int       `json:"code"`
-	Key  string    `json:"key"`
-}
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", "replay [-show-numbers] LOG\n\nReads a JSON-lines send log (the cloudapi Client's logger, \"wapace attempt\" lines;\nLOG - is standard input), groups the attempts by pair, and replays each pair that met a\n131056 through Meta's pair rule: the refused message is usually the victim of a burst\nthat came before it.", stderr)
@@ -59,67 +44,33 @@ func progressTo(stderr io.Writer) io.Writer {
 
 // replay explains every 131056 of the log read from in.
 func replay(ctx context.Context, in io.Reader, out, progress io.Writer, show bool) error {
-	byPair := map[string][]logLine{}
-	var order []string
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		if n%100_000 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if progress != nil {
-				fmt.Fprintf(progress, "\rread %d lines", n)
-			}
+	l, err := sendlog.Read(in, func(n int) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		var l logLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fmt.Errorf("line %d: not JSON: %w", n, err)
+		if progress != nil {
+			fmt.Fprintf(progress, "\rread %d lines", n)
 		}
-		if l.Msg != "wapace attempt" || l.Pair == "" {
-			continue
-		}
-		if _, ok := byPair[l.Pair]; !ok {
-			order = append(order, l.Pair)
-		}
-		byPair[l.Pair] = append(byPair[l.Pair], l)
+		return nil
+	})
+	if l != nil && progress != nil && l.Lines >= sendlog.Every {
+		fmt.Fprintf(progress, "\rread %d lines\n", l.Lines)
 	}
-	if progress != nil && n >= 100_000 {
-		fmt.Fprintf(progress, "\rread %d lines\n", n)
-	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return err
 	}
-	found, attempts := 0, 0
-	for _, p := range order {
-		ls := byPair[p]
-		attempts += len(ls)
-		if !slices.ContainsFunc(ls, func(l logLine) bool { return l.Code == int(errcodes.PairRateLimit) }) {
+	rs := l.Refusals()
+	for _, r := range rs {
+		a, v := r.Attempt, r.Verdict
+		fmt.Fprintf(out, "131056 for %s (pair %s) at %s, message %s\n", mask(a.To, show), r.Pair, a.At.UTC().Format(time.RFC3339Nano), a.Key)
+		if v.Accepted {
+			fmt.Fprintln(out, "  the log alone does not explain it: by this log the pair owed nothing (another sender on the number?)")
 			continue
 		}
-		sends := make([]time.Time, len(ls))
-		for i, l := range ls {
-			sends[i] = l.At
-		}
-		verdicts := pairlimit.Replay(pairlimit.Meta, sends)
-		for i, l := range ls {
-			if l.Code != int(errcodes.PairRateLimit) {
-				continue
-			}
-			found++
-			v := verdicts[i]
-			fmt.Fprintf(out, "131056 for %s (pair %s) at %s, message %s\n", mask(l.To, show), p, l.At.UTC().Format(time.RFC3339Nano), l.Key)
-			if v.Accepted {
-				fmt.Fprintln(out, "  the log alone does not explain it: by this log the pair owed nothing (another sender on the number?)")
-				continue
-			}
-			fmt.Fprintf(out, "  victim of a burst of %d that began at %s (%v earlier); the pair still owed %v\n",
-				v.BurstLen, v.BurstStart.UTC().Format(time.RFC3339Nano), l.At.Sub(v.BurstStart).Round(10*time.Millisecond), v.Debt.Round(10*time.Millisecond))
-			fmt.Fprintln(out, "  fix: after a burst of n, hold the pair n x 6 s (pairlimit does), or send fewer bubbles")
-		}
+		fmt.Fprintf(out, "  victim of a burst of %d that began at %s (%v earlier); the pair still owed %v\n",
+			v.BurstLen, v.BurstStart.UTC().Format(time.RFC3339Nano), a.At.Sub(v.BurstStart).Round(10*time.Millisecond), v.Debt.Round(10*time.Millisecond))
+		fmt.Fprintln(out, "  fix: after a burst of n, hold the pair n x 6 s (pairlimit does), or send fewer bubbles")
 	}
-	fmt.Fprintf(out, "%d attempts read, %d pairs, %d 131056 explained\n", attempts, len(byPair), found)
+	fmt.Fprintf(out, "%d attempts read, %d pairs, %d 131056 explained\n", l.Attempts(), len(l.ByPair), len(rs))
 	return nil
 }

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/examples/internal/simworld"
 )
 
 func main() {
-	w, err := newWorld(80, nil)
+	w, err := simworld.New(80, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -32,13 +33,13 @@ func main() {
 		for i := range reply {
 			reply[i] = cloudapi.Text(user, fmt.Sprintf("Step %d of your setup guide", i+1))
 		}
-		if _, err := w.Client.SendBurst(ctx, numberID, reply...); err != nil {
+		if _, err := w.Client.SendBurst(ctx, simworld.NumberID, reply...); err != nil {
 			log.Fatal(err)
 		}
 
 		otp := cloudapi.AuthenticationTemplate(user, "login_code", "en", "482913")
 		otp.ExpiresAt = w.Clock.Now().Add(20 * time.Second) // the code's own validity
-		_, err := w.Client.Send(ctx, numberID, otp)
+		_, err := w.Client.Send(ctx, simworld.NumberID, otp)
 		var bp *cloudapi.BackpressureError
 		if !errors.As(err, &bp) {
 			log.Fatalf("expected backpressure, got %v", err)
@@ -57,12 +58,12 @@ func main() {
 		})
 
 		asked := w.Since()
-		res, err := w.Client.Send(ctx, numberID, cloudapi.Text(user, "Your account is ready."))
+		res, err := w.Client.Send(ctx, simworld.NumberID, cloudapi.Text(user, "Your account is ready."))
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("utility message: queued at +%v, accepted at +%v (%s)\n",
-			asked.Round(time.Millisecond), res.SentAt.Sub(simStart).Round(time.Millisecond), res.MessageID)
+			asked.Round(time.Millisecond), res.SentAt.Sub(simworld.Start).Round(time.Millisecond), res.MessageID)
 	})
 	fmt.Printf("requests that reached Meta: %d (the 5 bubbles and the utility message); time is simulated\n", len(w.Meta.Requests()))
 }

@@ -121,7 +121,7 @@ func RunWapace(w Workload) (Report, error) {
 	// The outbox remembers every key durably; the client's own memory of
 	// sent keys (100,000 by default, about 1 KiB each) need only cover
 	// the sends in flight and the bots' replies.
-	world, err := newWorld(cfg.MPS, nil, cloudapi.WithPairLimiter(pairs), cloudapi.WithIdempotencyMemory(10_000, 24*time.Hour))
+	world, err := newWorld(cfg.MPS, cloudapi.WithPairLimiter(pairs), cloudapi.WithIdempotencyMemory(10_000, 24*time.Hour))
 	if err != nil {
 		return Report{}, err
 	}

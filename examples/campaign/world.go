@@ -1,31 +1,26 @@
 package main
 
-// The wiring of a simulated world, with public packages only: a
-// discrete-event clock (simclock), a fake Meta on that clock
-// (cloudapitest), and a wapace client talking to it in memory. Copy it
-// into your own module to run a campaign in a second.
+// The campaign's world is the examples' simulated world (simworld) with
+// a tally of what the fake accepted.
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
-	"github.com/wapace/wapace/simclock"
+	"github.com/wapace/wapace/examples/internal/simworld"
 )
 
 // numberID is the business phone number ID the example sends from.
-const numberID = "106540352242922"
+const numberID = simworld.NumberID
 
 // simStart is where the example's simulated time begins.
-var simStart = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+var simStart = simworld.Start
 
-// simWorld is a simulated clock, a fake Meta and a client.
+// simWorld is a simulated clock, a fake Meta and a client, with a tally.
 type simWorld struct {
-	Clock  *simclock.Clock
-	Meta   *cloudapitest.Server
-	Client *cloudapi.Client
-	Tally  *tally // what the fake accepted, summed as it went
+	*simworld.World
+	Tally *tally // what the fake accepted, summed as it went
 }
 
 // tally sums up the fake's answers as they come, so that the fake need
@@ -46,28 +41,14 @@ func (t *tally) add(r cloudapitest.Request) {
 	}
 }
 
-// newWorld returns a simWorld whose number sends mps messages per second, with the
-// client's extra options.
-func newWorld(mps int, logger *slog.Logger, opts ...cloudapi.Option) (*simWorld, error) {
-	clk := simclock.New(simStart)
+// newWorld returns a simWorld whose number sends mps messages per second,
+// with the client's extra options.
+func newWorld(mps int, opts ...cloudapi.Option) (*simWorld, error) {
 	t := &tally{}
-	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(mps),
-		cloudapitest.WithHistory(1000), cloudapitest.WithRequestObserver(t.add))
-	base := []cloudapi.Option{
-		cloudapi.WithClock(clk),
-		cloudapi.WithHTTPClient(meta.Client()),
-		cloudapi.WithBaseURL(cloudapitest.BaseURL),
-		cloudapi.WithThroughput(mps),
-	}
-	if logger != nil {
-		base = append(base, cloudapi.WithLogger(logger))
-	}
-	c, err := cloudapi.New("DEMO_TOKEN", append(base, opts...)...)
+	w, err := simworld.NewWithMeta(mps, nil,
+		[]cloudapitest.Option{cloudapitest.WithHistory(1000), cloudapitest.WithRequestObserver(t.add)}, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &simWorld{Clock: clk, Meta: meta, Client: c, Tally: t}, nil
+	return &simWorld{World: w, Tally: t}, nil
 }
-
-// Since returns the simulated time since simStart.
-func (w *simWorld) Since() time.Duration { return w.Clock.Since(simStart) }

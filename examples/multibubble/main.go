@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/examples/internal/simworld"
 )
 
 func main() {
-	w, err := newWorld(80, nil)
+	w, err := simworld.New(80, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -22,7 +23,7 @@ func main() {
 	const user = "+237 690 00 00 01"
 	ctx := context.Background()
 	w.Clock.Run(func() {
-		rs, err := w.Client.SendBurst(ctx, numberID,
+		rs, err := w.Client.SendBurst(ctx, simworld.NumberID,
 			cloudapi.Text(user, "Thanks for your order!"),
 			cloudapi.Text(user, "It ships tomorrow."),
 			cloudapi.Text(user, "Track it here: https://example.com/t/42"))
@@ -30,16 +31,16 @@ func main() {
 			log.Fatal(err)
 		}
 		for i, r := range rs {
-			fmt.Printf("bubble %d      sent at +%-8v %s\n", i+1, r.SentAt.Sub(simStart).Round(time.Millisecond), r.MessageID)
+			fmt.Printf("bubble %d      sent at +%-8v %s\n", i+1, r.SentAt.Sub(simworld.Start).Round(time.Millisecond), r.MessageID)
 		}
 		w.Clock.Sleep(time.Second) // the user answers at once; the bot has more to say
 		asked := w.Since()
-		r, err := w.Client.Send(ctx, numberID, cloudapi.Text(user, "Anything else?"))
+		r, err := w.Client.Send(ctx, simworld.NumberID, cloudapi.Text(user, "Anything else?"))
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("4th message asked at +%v, sent at +%v: the pair owed 3 x 6 s + 250 ms margin\n",
-			asked.Round(time.Millisecond), r.SentAt.Sub(simStart).Round(time.Millisecond))
+			asked.Round(time.Millisecond), r.SentAt.Sub(simworld.Start).Round(time.Millisecond))
 	})
 	fmt.Printf("131056 answers: %d (simulated time)\n", w.Meta.Count(131056))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/examples/internal/rawsend"
+	"github.com/wapace/wapace/examples/internal/simworld"
 )
 
 const user = "237690000001"
@@ -31,7 +32,7 @@ func main() {
 		{"Meta's 4^X", backoff.Meta},
 		{"doubling from 1 s", backoff.Doubling},
 	} {
-		w, err := newWorld(80, nil)
+		w, err := simworld.New(80, nil)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -42,7 +43,7 @@ func main() {
 			burst(hc)
 			w.Clock.Sleep(10 * time.Second)
 			err := backoff.Retry(context.Background(), s.schedule, func(context.Context) error {
-				err := rawsend.Text(hc, numberID, user, "Your table is ready")
+				err := rawsend.Text(hc, simworld.NumberID, user, "Your table is ready")
 				mark := "ok"
 				if errors.Is(err, errcodes.PairRateLimit) {
 					mark = "131056"
@@ -61,7 +62,7 @@ func main() {
 	}
 
 	// wapace sends the burst itself, so it knows the debt and waits it out.
-	w, err := newWorld(80, nil)
+	w, err := simworld.New(80, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -73,15 +74,15 @@ func main() {
 		for i := range bubbles {
 			bubbles[i] = cloudapi.Text(user, fmt.Sprintf("part %d", i+1))
 		}
-		if _, err := w.Client.SendBurst(ctx, numberID, bubbles...); err != nil {
+		if _, err := w.Client.SendBurst(ctx, simworld.NumberID, bubbles...); err != nil {
 			log.Fatal(err)
 		}
 		w.Clock.Sleep(10*time.Second - w.Since())
-		r, err := w.Client.Send(ctx, numberID, cloudapi.Text(user, "Your table is ready"))
+		r, err := w.Client.Send(ctx, simworld.NumberID, cloudapi.Text(user, "Your table is ready"))
 		if err != nil {
 			log.Fatal(err)
 		}
-		sentAt = r.SentAt.Sub(simStart)
+		sentAt = r.SentAt.Sub(simworld.Start)
 	})
 	fmt.Printf("%-18s refused %d times, delivered at +%v (20 x 6 s of debt + 250 ms margin)\n",
 		"wapace pacing", w.Meta.Count(errcodes.PairRateLimit), sentAt)
@@ -91,7 +92,7 @@ func main() {
 // burst is the other sender's 20 messages to the user, all at once.
 func burst(hc *http.Client) {
 	for i := range 20 {
-		if err := rawsend.Text(hc, numberID, user, fmt.Sprintf("part %d", i+1)); err != nil {
+		if err := rawsend.Text(hc, simworld.NumberID, user, fmt.Sprintf("part %d", i+1)); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/cloudapi"
-	"github.com/wapace/wapace/internal/fakemeta"
+	"github.com/wapace/wapace/internal/program/fakemeta"
 	"github.com/wapace/wapace/internal/redisserver"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/redisstore"

@@ -25,7 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/cloudapi"
-	"github.com/wapace/wapace/internal/fakemeta"
+	"github.com/wapace/wapace/internal/program/fakemeta"
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/redisstore"
