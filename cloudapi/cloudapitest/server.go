@@ -130,7 +130,7 @@ func WithPairRule(interval time.Duration, burst int, window time.Duration) Optio
 
 // Request is one request the server received, with what it answered.
 type Request struct {
-	// At is the instant the server handled it.
+	// At is the instant the server had the whole request (its body).
 	At time.Time
 	// Path is the request's URL path, such as
 	// "/v26.0/106540352242922/marketing_messages".
@@ -435,12 +435,16 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
-	now := s.clock.Now()
-	req := Request{At: now, Path: r.URL.Path}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
-	req.Body = body
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A request arrives when its body has: Meta cannot act on a message
+	// before (a client may flush the headers first and the body much
+	// later). The instant is read under the lock, so that requests are
+	// counted in the order of their instants: a window never counts an
+	// arrival later than the one it judges.
+	now := s.clock.Now()
+	req := Request{At: now, Path: r.URL.Path, Body: body}
 	answer := func(status int, code errcodes.Code, details string) {
 		req.Status, req.Code = status, code
 		writeError(w, status, code, details, s.seq)
