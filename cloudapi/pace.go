@@ -34,7 +34,9 @@ import (
 // once the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
 // reservation with it, so that the pair owes from when the burst really
 // starts. Every check and every write is reported to the number's limiter
-// (ObserveSend), whose margin follows the lateness observed.
+// (ObserveSend), whose margin follows the lateness observed, as soon as the
+// transport reports the write (httptrace's WroteRequest), before Meta's
+// answer.
 
 // gate is the write-time check of message k of an admission.
 type gate struct {
@@ -157,6 +159,23 @@ func (g *gate) reslot(now time.Time) error {
 		return err
 	}
 	return clockwait.Until(s.ctx, c.clock, sl.at)
+}
+
+// wrote reports to the number's limiter that the request's bytes went out
+// at t, as the transport tells it (before Meta's answer, so that a pause
+// for a late write comes before the sends after it): the limiter learns
+// the lateness, and pauses the number for a write later than its margin
+// covers. The first bubble of a burst moves the pair's reservation to t.
+func (g *gate) wrote(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.checked.IsZero() {
+		return
+	}
+	g.num.ObserveSend(g.a.slots[g.k].at, g.checked, t)
+	if g.k == 0 {
+		g.a.pairAfterWrite(g.s.c.pairs, t)
+	}
 }
 
 // finish ends the check: a body read after it fails. It returns when the
