@@ -38,6 +38,10 @@ import (
 // transport reports the write (httptrace's WroteRequest), before Meta's
 // answer.
 
+// paceWrites turns the write-time check on; only the benchmark that
+// measures its cost turns it off (export_test.go).
+var paceWrites = true
+
 // gate is the write-time check of message k of an admission.
 type gate struct {
 	s     *sending
