@@ -50,6 +50,8 @@ type gate struct {
 	num   *throughput.Limiter
 	bytes []byte // the request body
 
+	first pacedBody // the request's first body (a retry's GetBody makes new ones)
+
 	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
 	done    bool
 	checked time.Time // when the check let the body go
@@ -211,7 +213,9 @@ func (a *admission) pairAfterWrite(pairs *pairlimit.Limiter, wrote time.Time) {
 // pacedRequest sets body as req's body through gate g.
 func pacedRequest(req *http.Request, g *gate, body []byte) {
 	g.bytes = body
-	req.Body = g.body(body)
+	g.first.g = g
+	g.first.r.Reset(body)
+	req.Body = &g.first
 	req.ContentLength = int64(len(body))
 	req.GetBody = g.getBody
 }

@@ -290,9 +290,11 @@ func (l *Limiter) Burst() int {
 // hold this Limiter applied or met.
 func (l *Limiter) HeldUntil() time.Time {
 	l.init()
-	h := l.knownHold()
+	var h int64
 	if l.opts.store == nil {
 		h = l.b.hold()
+	} else {
+		h = l.knownHold()
 	}
 	if h == 0 {
 		return time.Time{}

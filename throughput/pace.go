@@ -69,6 +69,7 @@ const (
 type lateness struct {
 	check, write [lateSamples]int64
 	slot         [lateSamples]int64 // the slots observed, to measure the share of the bucket's
+	scratch      [lateSamples]int64 // figures' sorted copies, so that they allocate nothing
 	n            int                // samples recorded, saturating at lateSamples
 	next         int                // where the next sample goes
 	since        int                // samples since the last recomputation
@@ -118,7 +119,8 @@ func (r *lateness) share(interval time.Duration) float64 {
 // notes on write-time pacing), capped at maxMargin; f is returned too.
 func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
 	sorted := func(s []int64) []int64 {
-		c := slices.Clone(s[:r.n])
+		c := r.scratch[:r.n]
+		copy(c, s[:r.n])
 		slices.Sort(c)
 		return c
 	}
