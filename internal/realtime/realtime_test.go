@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -119,6 +120,24 @@ type senderResult struct {
 	Sent              int
 	Errors            []string
 	Margin, Tolerance time.Duration // the number's, at the end
+	// Let is when the write-time check let each message's body go, by
+	// recipient (digits): what the fake's arrival stamps are compared with.
+	Let map[string]time.Time
+}
+
+// lets records, through the Client's hooks, when the write-time check let
+// each attempt's body go (the attempt's end less its duration).
+type lets struct {
+	mu sync.Mutex
+	at map[string]time.Time // by idempotency key
+}
+
+func (l *lets) SendStart(ctx context.Context, _ string, _ int) context.Context { return ctx }
+func (l *lets) SendEnd(context.Context, string, []cloudapi.SendState, error)   {}
+func (l *lets) Attempt(_ context.Context, ev cloudapi.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at[ev.IdempotencyKey] = ev.At.Add(-ev.Duration)
 }
 
 func runSender() int {
@@ -141,8 +160,8 @@ func runSender() int {
 
 // client is a Client with default options on the fake (and on Redis when
 // a.Redis is set), as the README shows.
-func client(a senderArgs) (*cloudapi.Client, func(), error) {
-	opts := []cloudapi.Option{cloudapi.WithBaseURL(a.Meta)}
+func client(a senderArgs, more ...cloudapi.Option) (*cloudapi.Client, func(), error) {
+	opts := append([]cloudapi.Option{cloudapi.WithBaseURL(a.Meta)}, more...)
 	closeFn := func() {}
 	if a.Redis != "" {
 		opt, err := redis.ParseURL(a.Redis)
@@ -165,24 +184,28 @@ func client(a senderArgs) (*cloudapi.Client, func(), error) {
 // send sends from a.Goroutines goroutines, each to new recipients, for
 // a.For.
 func send(ctx context.Context, a senderArgs) (senderResult, error) {
-	c, closeFn, err := client(a)
+	hooks := &lets{at: map[string]time.Time{}}
+	c, closeFn, err := client(a, cloudapi.WithHooks(hooks))
 	if err != nil {
 		return senderResult{}, err
 	}
 	defer closeFn()
 	var (
 		mu  sync.Mutex
-		res senderResult
+		res = senderResult{Let: map[string]time.Time{}}
 		wg  sync.WaitGroup
+		to  = map[string]string{} // recipient digits by idempotency key
 	)
 	stop := time.Now().Add(a.For)
 	for g := range a.Goroutines {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(stop) && ctx.Err() == nil; i++ {
-				m := cloudapi.Text(fmt.Sprintf("+2376%d%02d%05d", a.ID+1, g, i), "Our winter sale starts today.")
+				rcpt := fmt.Sprintf("2376%d%02d%05d", a.ID+1, g, i)
+				m := cloudapi.Text("+"+rcpt, "Our winter sale starts today.")
 				m.IdempotencyKey = fmt.Sprintf("p%d-g%d-%d", a.ID, g, i)
 				_, err := c.Send(ctx, number, m)
 				mu.Lock()
+				to[m.IdempotencyKey] = rcpt
 				if err == nil {
 					res.Sent++
 				} else if len(res.Errors) < 10 {
@@ -193,6 +216,13 @@ func send(ctx context.Context, a senderArgs) (senderResult, error) {
 		})
 	}
 	wg.Wait()
+	hooks.mu.Lock()
+	for key, at := range hooks.at {
+		if r, ok := to[key]; ok {
+			res.Let[r] = at
+		}
+	}
+	hooks.mu.Unlock()
 	// (Asked through an interface so that this file also builds against
 	// the library before write-time pacing, for BENCHMARKS.md.)
 	if lim, ok := any(c.Number(number)).(interface {
@@ -343,6 +373,7 @@ func startHog(t *testing.T, k knobs) {
 // record is one request as the fake's /_fake/requests reports it.
 type record struct {
 	At       time.Time `json:"at"`
+	To       string    `json:"to"`
 	Accepted bool      `json:"accepted"`
 	Code     int       `json:"code"`
 	Type     string    `json:"type"`
@@ -361,7 +392,11 @@ func (o outcome) String() string {
 		o.accepted, o.rate, 100*o.rate/mps, mps, o.last.Sub(o.first).Round(time.Millisecond), o.throttled, o.pair, o.duplicates)
 }
 
-func observe(t *testing.T, meta string) outcome {
+// observe fetches what the fake saw. With let (when the write-time check
+// let each message go, by recipient), it also logs how much later than
+// that the fake stamped the messages, overall and around each refusal:
+// whether a bunch at the fake was sent bunched or stamped bunched.
+func observe(t *testing.T, meta string, let map[string]time.Time) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -381,6 +416,20 @@ func observe(t *testing.T, meta string) outcome {
 	}
 	o := outcome{throttled: st.Refusals["130429"], pair: st.Refusals["131056"], duplicates: st.Duplicates}
 	var refusedAt []time.Time
+	var delays []time.Duration
+	delay := map[time.Time]time.Duration{} // by arrival stamp
+	for _, r := range recs {
+		if at, ok := let[r.To]; ok && r.Accepted {
+			delays = append(delays, r.At.Sub(at))
+			delay[r.At] = r.At.Sub(at)
+		}
+	}
+	if len(delays) > 0 {
+		slices.Sort(delays)
+		q := func(p float64) time.Duration { return delays[int(p*float64(len(delays)-1))] }
+		t.Logf("the fake's stamp after the check let the body go: median %v, 99th %v, max %v (%d messages)",
+			q(0.5), q(0.99), q(1), len(delays))
+	}
 	for _, r := range recs {
 		if r.Accepted && r.Type != "" {
 			o.acceptedAt = append(o.acceptedAt, r.At)
@@ -406,6 +455,15 @@ func observe(t *testing.T, meta string) outcome {
 		if len(gaps) > 4 {
 			t.Logf("130429 at %s: %d accepted in the second before it; smallest gaps %v, largest %v",
 				at.Format("15:04:05.000"), len(in), gaps[:4], gaps[len(gaps)-3:])
+		}
+		if len(delay) > 0 && len(in) > 0 {
+			// The window's messages: arrival, and the stamp's delay after
+			// the check let each go.
+			var lines []string
+			for _, a := range in {
+				lines = append(lines, fmt.Sprintf("%s+%v", a.Format("05.000000"), delay[a].Round(time.Microsecond)))
+			}
+			t.Logf("130429 at %s: the window's arrivals (stamp+delay after the check): %s", at.Format("15:04:05.000000"), strings.Join(lines, " "))
 		}
 	}
 	o.accepted = len(o.acceptedAt)
@@ -521,7 +579,7 @@ func TestOneProcess64Goroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("margin %v, tolerance %v at the end", res.Margin, res.Tolerance)
-		check(t, k, r, observe(t, meta), res.Errors)
+		check(t, k, r, observe(t, meta, res.Let), res.Errors)
 	})
 }
 
@@ -544,6 +602,7 @@ func TestThreeProcessesOverRedis(t *testing.T) {
 				For: time.Duration(k.seconds) * time.Second}, normal, outs[id]))
 		}
 		var errs []string
+		let := map[string]time.Time{}
 		for id, cmd := range cmds {
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("sender %d: %v", id, err)
@@ -553,9 +612,10 @@ func TestThreeProcessesOverRedis(t *testing.T) {
 				t.Fatalf("sender %d: %v in %q", id, err, outs[id].String())
 			}
 			errs = append(errs, res.Errors...)
+			maps.Copy(let, res.Let)
 			t.Logf("sender %d: %d sent, margin %v, tolerance %v at the end", id, res.Sent, res.Margin, res.Tolerance)
 		}
-		check(t, k, r, observe(t, meta), errs)
+		check(t, k, r, observe(t, meta, let), errs)
 	})
 }
 
@@ -606,7 +666,7 @@ func TestOutboxOnSQLite(t *testing.T) {
 		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("Run: %v", err)
 		}
-		o := observe(t, meta)
+		o := observe(t, meta, nil)
 		if int64(o.accepted) < enqueued.Load() {
 			t.Errorf("%d of %d messages accepted", o.accepted, enqueued.Load())
 		}
@@ -641,7 +701,7 @@ func TestThrottleBurstCostsAboutTwoSeconds(t *testing.T) {
 		if len(res.Errors) > 0 {
 			t.Errorf("send errors: %q", res.Errors)
 		}
-		o := observe(t, meta)
+		o := observe(t, meta, res.Let)
 		t.Log(o)
 		if o.throttled != 5 {
 			t.Errorf("%d x 130429, want the 5 scripted", o.throttled)
