@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -372,5 +373,49 @@ func TestThroughputCountsArrivalOfTheBody(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s at %s code %d", r.To, r.At.Format("15:04:05.000"), r.Code))
 		}
 		t.Fatalf("requests %q: want B, then A more than a second later, in the order of their bodies", got)
+	}
+}
+
+// TestThroughputJudgesInstantsOutOfOrder: with WithArrival, instants may
+// come in another order than the requests are handled in; the rule is
+// applied to the instants. At one message a second, 1.5 s then 0.2 s are
+// both within the figure (no closed second holds both); 1.1 s then shares
+// a second with 0.2 s and is refused, 2.3 s with 1.5 s; 2.6 s is alone.
+func TestThroughputJudgesInstantsOutOfOrder(t *testing.T) {
+	base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1),
+		cloudapitest.WithArrival(func(r *http.Request) time.Time {
+			ms, err := strconv.Atoi(r.Header.Get("X-Test-Arrival-Ms"))
+			if err != nil {
+				return time.Time{}
+			}
+			return base.Add(time.Duration(ms) * time.Millisecond)
+		}))
+	c := srv.Client()
+	for i, tc := range []struct {
+		ms   int
+		want errcodes.Code
+	}{{1500, 0}, {200, 0}, {1100, errcodes.ThroughputLimit}, {2300, errcodes.ThroughputLimit}, {2600, 0}} {
+		body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":"2376900000%02d","type":"text","text":{"body":"x"}}`, i)
+		req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/1/messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("X-Test-Arrival-Ms", strconv.Itoa(tc.ms))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var code errcodes.Code
+		if resp.StatusCode != http.StatusOK {
+			e, err := errcodes.Parse(resp.StatusCode, data)
+			if err != nil {
+				t.Fatalf("error body is not Meta's: %s", data)
+			}
+			code = e.Code
+		}
+		if code != tc.want {
+			t.Errorf("arrival at +%d ms: code %d, want %d", tc.ms, code, tc.want)
+		}
 	}
 }

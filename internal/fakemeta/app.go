@@ -95,6 +95,7 @@ type Stats struct {
 func newApp(c config) *app {
 	opts := []cloudapitest.Option{
 		cloudapitest.WithThroughput(c.mps),
+		cloudapitest.WithArrival(arrivalOf),
 		cloudapitest.WithAppSecret(c.appSecret),
 		cloudapitest.WithPairRule(c.pairInterval, c.pairBurst, c.pairWindow),
 	}
