@@ -11,8 +11,22 @@ import (
 )
 
 // stampListener makes the connections it accepts report the kernel's
-// receive time of what they read (SO_TIMESTAMPNS).
-func stampListener(ln net.Listener) net.Listener { return stampingListener{ln} }
+// receive time of what they read (SO_TIMESTAMPNS). The option is set on
+// the listening socket too: the kernel turns receive stamps on for the
+// whole stack a little after the first socket asks and off a little after
+// the last one closes, so a listener that asks from the start keeps them
+// on for every connection it accepts. A read the kernel did not stamp
+// leaves the request to be stamped when its body has been read.
+func stampListener(ln net.Listener) net.Listener {
+	if tl, ok := ln.(*net.TCPListener); ok {
+		if rc, err := tl.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) {
+				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+			})
+		}
+	}
+	return stampingListener{ln}
+}
 
 type stampingListener struct{ net.Listener }
 
