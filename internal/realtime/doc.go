@@ -16,5 +16,5 @@
 // measuring (BENCHMARKS.md): WAPACE_REALTIME_SECONDS (default 30),
 // WAPACE_REALTIME_HOG=0 (no hog), WAPACE_REALTIME_ROUNDS (default 1),
 // WAPACE_REALTIME_MIN_RATE (default 0.95), WAPACE_REALTIME_BUSY_MAX
-// (default 2 runnable tasks per CPU + 3).
+// (default 1 runnable task per CPU + 3).
 package realtime

@@ -255,7 +255,7 @@ func settings(t *testing.T) knobs {
 		}
 		k.minRate = f
 	}
-	k.busyMax = float64(2*runtime.NumCPU() + 3)
+	k.busyMax = float64(runtime.NumCPU() + 3)
 	if v := os.Getenv("WAPACE_REALTIME_BUSY_MAX"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
@@ -482,8 +482,9 @@ func observe(t *testing.T, meta string, let map[string]time.Time) outcome {
 // a CPU is lost (sending it late, bunched, is what draws 130429). So the
 // rate bar applies when the round's mean count of runnable tasks (Linux's
 // /proc/loadavg, sampled every 100 ms: the hog's, the test's and any other
-// work's) is at most busyMax, 2 per CPU + 3 (the hog's one per CPU, the
-// test's processes, and one), or WAPACE_REALTIME_BUSY_MAX; above it the
+// work's) is at most busyMax, 1 per CPU + 3 (the hog's one per CPU, about
+// one of the test's own, two of other work), or WAPACE_REALTIME_BUSY_MAX
+// (at 7.5 runnable tasks the suite measured 91 %); above it the
 // share is logged and the refusal counts are still asserted. CI runs the
 // suite alone in a step of its own, where the bar applies.
 func check(t *testing.T, k knobs, r *round, o outcome, errs []string) {
