@@ -13,7 +13,6 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/wapace/wapace/errcodes"
 )
@@ -78,7 +77,6 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
 	var traced, wrote atomic.Bool
-	var wroteAt atomic.Int64 // when the whole request was written
 	trace := &httptrace.ClientTrace{
 		GetConn:      func(string) { traced.Store(true) },
 		WroteHeaders: func() { wrote.Store(true) },
@@ -86,7 +84,7 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 			traced.Store(true)
 			wrote.Store(true)
 			if info.Err == nil && g != nil {
-				wroteAt.Store(c.clock.Now().UnixNano())
+				g.wrote(c.clock.Now())
 			}
 		},
 	}
@@ -98,19 +96,6 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 			// The check refused before any byte of the body left: Meta
 			// cannot have acted on the message.
 			return attemptResult{state: StateNotSubmitted, err: aborted, paced: true}
-		}
-		if w := wroteAt.Load(); w != 0 && !checked.IsZero() {
-			wt := time.Unix(0, w)
-			slot := g.a.slots[g.k].at
-			g.num.ObserveSend(slot, checked, wt)
-			if over := wt.Sub(slot) - g.num.Tolerance() - g.num.Margin(); over > 0 {
-				// Descheduled between the check and the write: the sends
-				// after it shift by the excess rather than bunch with it.
-				g.num.Pause(wt.Add(over))
-			}
-			if g.k == 0 {
-				g.a.pairAfterWrite(c.pairs, wt)
-			}
 		}
 	}
 	if err != nil {

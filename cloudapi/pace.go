@@ -35,7 +35,13 @@ import (
 // once the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
 // reservation with it, so that the pair owes from when the burst really
 // starts. Every check and every write is reported to the number's limiter
-// (ObserveSend), whose margin follows the lateness observed.
+// (ObserveSend), whose margin follows the lateness observed, as soon as the
+// transport reports the write (httptrace's WroteRequest), before Meta's
+// answer.
+
+// paceWrites turns the write-time check on; only the benchmark that
+// measures its cost turns it off (export_test.go).
+var paceWrites = true
 
 // gate is the write-time check of message k of an admission.
 type gate struct {
@@ -49,6 +55,8 @@ type gate struct {
 	// is the message's idempotency key, given to it.
 	mark writemark.Func
 	key  string
+
+	first pacedBody // the request's first body (a retry's GetBody makes new ones)
 
 	mu      sync.Mutex // protects the fields below, and a's slots and pair while the request is out
 	done    bool
@@ -166,6 +174,23 @@ func (g *gate) reslot(now time.Time) error {
 	return clockwait.Until(s.ctx, c.clock, sl.at)
 }
 
+// wrote reports to the number's limiter that the request's bytes went out
+// at t, as the transport tells it (before Meta's answer, so that a pause
+// for a late write comes before the sends after it): the limiter learns
+// the lateness, and pauses the number for a write later than its margin
+// covers. The first bubble of a burst moves the pair's reservation to t.
+func (g *gate) wrote(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.checked.IsZero() {
+		return
+	}
+	g.num.ObserveSend(g.a.slots[g.k].at, g.checked, t)
+	if g.k == 0 {
+		g.a.pairAfterWrite(g.s.c.pairs, t)
+	}
+}
+
 // finish ends the check: a body read after it fails. It returns when the
 // check let the body go (zero if it did not) and why it refused (nil if it
 // did not).
@@ -195,7 +220,9 @@ func (a *admission) pairAfterWrite(pairs *pairlimit.Limiter, wrote time.Time) {
 // pacedRequest sets body as req's body through gate g.
 func pacedRequest(req *http.Request, g *gate, body []byte) {
 	g.bytes = body
-	req.Body = g.body(body)
+	g.first.g = g
+	g.first.r.Reset(body)
+	req.Body = &g.first
 	req.ContentLength = int64(len(body))
 	req.GetBody = g.getBody
 }

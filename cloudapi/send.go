@@ -324,7 +324,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		s.attempts[idx]++
 		posted := c.clock.Now()
 		g := &gate{s: s, a: a, k: k, num: num, mark: mark, key: s.keys[idx]}
-		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
+		pg := g
+		if !paceWrites {
+			pg = nil // the benchmark's "off" side only
+		}
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, pg)
 		at := c.clock.Now()
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
 		if reroute {

@@ -64,8 +64,13 @@
 // second so that sends whose lateness differs by up to the margin plus one
 // interval still fit one second at Meta. Both follow recent lateness (per
 // Limiter, in memory): on an idle machine the margin is 0, under load it
-// grows. The cloudapi Client does all this for every message;
-// [WithHeadroom] fixes the margin instead.
+// grows. Limiters sharing a [Store] each stretch their own slots by their
+// margin divided by their share of the number's slots, so that together
+// they stay under the figure whatever each one's lateness. A write later
+// than the margin covers pauses the number for the excess, so that the
+// sends after it shift instead of bunching with it. The cloudapi Client
+// does all this for every message; [WithHeadroom] fixes the margin
+// instead.
 // [Limiter.SetMPSAt] applies a new figure after an upgrade. Figures above
 // [MaxMPS] are clamped.
 //

@@ -174,10 +174,12 @@ type Limiter struct {
 	eventEnd      int64 // the end of the hold of the current 130429 event
 	lastEvent     int64 // when the latest 130429 event began
 	margin        time.Duration
+	share         float64  // of the bucket's slots, when margin was applied (see ObserveSend)
 	late          lateness // recent lateness, see ObserveSend
 	looseTolAt    int64    // when a pending higher tolerance may apply (0: none)
 	looseMarginAt int64    // when a pending lower margin may apply (0: none)
 	tolerance     atomic.Int64
+	cover         atomic.Int64 // the lateness the margin covers: half an interval + margin * share
 	lastSlot      atomic.Int64 // the latest instant a reservation was handed out for
 }
 
@@ -238,7 +240,9 @@ func (l *Limiter) applyLocked(t int64) {
 	l.interval0 = intervalOf(r)
 	if l.late.n == 0 {
 		l.tolerance.Store(int64(l.interval0 / 2))
+		l.share = 1
 	}
+	l.cover.Store(int64(l.interval0/2 + time.Duration(float64(l.margin)*l.share)))
 	r /= 1 + l.margin.Seconds()
 	l.burst, l.interval = b, intervalOf(r)
 	l.b.setParams(t, l.interval, l.burst)
@@ -288,9 +292,11 @@ func (l *Limiter) Burst() int {
 // hold this Limiter applied or met.
 func (l *Limiter) HeldUntil() time.Time {
 	l.init()
-	h := l.knownHold()
+	var h int64
 	if l.opts.store == nil {
 		h = l.b.hold()
+	} else {
+		h = l.knownHold()
 	}
 	if h == 0 {
 		return time.Time{}

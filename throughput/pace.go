@@ -38,31 +38,47 @@ import (
 //
 // The quantiles are per Limiter (per process), over the last lateSamples
 // observations, recomputed every lateEvery. Limiters sharing a Store pace
-// one bucket with their own figures, and a Limiter cannot see the others':
-// one that let sends go 30 ms late, spaced for that, next to one spacing
-// its sends for none, would put more than the figure into a second. So
-// with a Store the tolerance stays at T/2 for every Limiter (later checks
-// take new slots) and the margin covers only the write's 99th percentile;
-// processes then differ only by what their writes take after the check.
+// one bucket, each stretching the interval of its own reservations only,
+// and a Limiter cannot see the others' figures: one that lets its sends go
+// 30 ms late next to others spacing their sends for none would put more
+// than the figure into a second. So a Limiter that takes a share f of the
+// bucket's slots (measured from its own slots: how many it had per
+// interval) stretches its own slots by margin / f: its slots alone then
+// stretch any second by the margin its own lateness needs, whatever the
+// others do. Its cost to the number is the same margin, so with a Store the
+// least-cost tolerance weighs a late check by f (a new slot costs the
+// number one of f's slots) against the margin; a Limiter alone has f = 1.
+// The share is the lower of the one over all samples and the one over the
+// last lateEvery, so that a Limiter whose share falls (another process
+// joins) stretches more at once.
+//
+// A write later than what the margin covers (its slot + Margin() as
+// stretched by its share + half an interval) pauses the number for the
+// excess (ObserveSend): the sends after it then shift by that much
+// instead of arriving bunched with it.
 const (
 	lateSamples = 256
 	lateEvery   = 32
 	writeRank   = lateSamples - 1 - lateSamples/100 // the 99th percentile
 	maxMargin   = 250 * time.Millisecond
 	marginStep  = time.Millisecond // the margin moves in steps, so that the interval changes seldom
+	minShare    = 0.01             // the least share of the slots a Limiter assumes it has
 )
 
 // lateness is a ring of recent lateness samples.
 type lateness struct {
 	check, write [lateSamples]int64
-	n            int // samples recorded, saturating at lateSamples
-	next         int // where the next sample goes
-	since        int // samples since the last recomputation
+	slot         [lateSamples]int64 // the slots observed, to measure the share of the bucket's
+	scratch      [lateSamples]int64 // figures' sorted copies, so that they allocate nothing
+	n            int                // samples recorded, saturating at lateSamples
+	next         int                // where the next sample goes
+	since        int                // samples since the last recomputation
 }
 
 // add records one sample and reports whether it is time to recompute.
-func (r *lateness) add(check, write time.Duration) bool {
+func (r *lateness) add(slot int64, check, write time.Duration) bool {
 	r.check[r.next], r.write[r.next] = int64(max(check, 0)), int64(max(write, 0))
+	r.slot[r.next] = slot
 	r.next = (r.next + 1) % lateSamples
 	r.n = min(r.n+1, lateSamples)
 	r.since++
@@ -73,21 +89,49 @@ func (r *lateness) add(check, write time.Duration) bool {
 	return true
 }
 
+// share returns the share of the bucket's slots the samples show this
+// Limiter took with an interval T: the slots observed per interval, over
+// all samples and over the last lateEvery, the lower of the two, in
+// [minShare, 1].
+func (r *lateness) share(interval time.Duration) float64 {
+	over := func(k int) float64 {
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for i := range k {
+			v := r.slot[(r.next-1-i+lateSamples)%lateSamples]
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if k < 2 || hi <= lo {
+			return 1
+		}
+		return float64(k-1) * float64(interval) / float64(hi-lo)
+	}
+	f := min(over(r.n), over(min(r.n, lateEvery)))
+	return min(max(f, minShare), 1)
+}
+
 // figures returns the tolerance and margin for an interval T from the
 // samples: the write's 99th percentile w, and the tolerance that costs
 // least, where a tolerance tau costs the share of checks later than it
-// (each takes a new slot, and its old one passed unused) plus the margin
-// it needs, max(0, tau + w - T/2), as a share of a second.
-func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration) {
+// (each takes a new slot, and its old one passed unused), weighed by the
+// share f of the bucket's slots this Limiter takes (1 without a Store),
+// plus the stretch it needs, max(0, tau + w - T/2), as a share of a
+// second. The margin is that stretch divided by f (see the package's
+// notes on write-time pacing), capped at maxMargin; f is returned too.
+func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
 	sorted := func(s []int64) []int64 {
-		c := slices.Clone(s[:r.n])
+		c := r.scratch[:r.n]
+		copy(c, s[:r.n])
 		slices.Sort(c)
 		return c
 	}
 	w := time.Duration(sorted(r.write[:])[r.n*writeRank/lateSamples])
 	half := interval / 2
+	f = 1
 	if shared {
-		return half, roundMargin(w)
+		f = r.share(interval)
+	}
+	spread := func(stretch time.Duration) time.Duration {
+		return time.Duration(float64(stretch) / f)
 	}
 	check := sorted(r.check[:])
 	best, bestCost := half, math.Inf(1)
@@ -103,15 +147,15 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 		for later > 0 && time.Duration(check[r.n-later]) <= tau {
 			later--
 		}
-		if tau > maxMargin+half {
+		m := max(tau+w-half, 0)
+		if k >= 0 && spread(m) > maxMargin {
 			break
 		}
-		m := max(tau+w-half, 0)
-		if cost := float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
+		if cost := f*float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(max(best+w-half, 0))
+	return best, roundMargin(spread(max(best+w-half, 0))), f
 }
 
 // roundMargin rounds a margin up to a step, and caps it.
@@ -124,26 +168,33 @@ func roundMargin(m time.Duration) time.Duration {
 // out (the zero Time when the check gave the slot back and took a new one).
 // The Limiter keeps recent high quantiles of how late the checks and the
 // writes were, in memory, and derives [Limiter.Tolerance] and
-// [Limiter.Margin] from them, unless [WithHeadroom] fixed the margin.
-// Observations made while the number is held are ignored. It is safe for
-// concurrent use and costs a few nanoseconds, plus a sort of 256 samples
-// every 32 observations.
+// [Limiter.Margin] from them, unless [WithHeadroom] fixed the margin (then
+// the margin is 0 and the tolerance half an interval). A write later than its slot by more than the margin covers (the process
+// was descheduled between the check and the write) holds the number for
+// the excess from wrote, as a refusal's hold does but counting no refusal
+// (shared through the Store like any hold): the sends after it shift by
+// that much instead of arriving bunched with it. Observations made while
+// the number is held are ignored. It is safe for concurrent use and costs
+// a few nanoseconds, plus a sort of 256 samples every 32 observations.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
-	if l.opts.fixed {
-		return
-	}
 	write := time.Duration(0)
 	if !wrote.IsZero() {
 		write = wrote.Sub(checked)
+		if over := wrote.Sub(slot) - time.Duration(l.cover.Load()); over > 0 {
+			l.pause(wrote.Add(over))
+		}
+	}
+	if l.opts.fixed {
+		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.late.add(checked.Sub(slot), write) {
+	if !l.late.add(slot.UnixNano(), checked.Sub(slot), write) {
 		return
 	}
-	tol, margin := l.late.figures(l.interval0, l.opts.store != nil)
-	l.retune(checked.UnixNano(), tol, margin)
+	tol, margin, f := l.late.figures(l.interval0, l.opts.store != nil)
+	l.retune(checked.UnixNano(), tol, margin, f)
 }
 
 // retune moves the tolerance and the margin towards tol and margin at t,
@@ -152,7 +203,7 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 // under the stricter one has gone and its second has passed (the latest
 // slot plus 1 s), so that no second at Meta holds sends let late by one
 // figure and spaced by the other. Called with l.mu held.
-func (l *Limiter) retune(t int64, tol, margin time.Duration) {
+func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64) {
 	settled := sat.Add(l.lastSlot.Load(), int64(time.Second))
 	cur := time.Duration(l.tolerance.Load())
 	switch {
@@ -175,7 +226,7 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration) {
 		apply, l.looseMarginAt = true, 0
 	}
 	if apply {
-		l.margin = margin
+		l.margin, l.share = margin, share
 		l.applyLocked(t)
 	}
 }
@@ -202,15 +253,11 @@ func (l *Limiter) Margin() time.Duration {
 	return l.margin
 }
 
-// Pause holds the number until until, as a refusal's hold does but
+// pause holds the number until until, as a refusal's hold does but
 // counting no refusal: sends not yet written wait for it (a sender's
 // write-time check gives their slots back and takes new ones after it).
-// A sender pauses the number when a send's bytes went out later than its
-// check allowed (the process was descheduled between the check and the
-// write): the sends after it then shift by that much instead of arriving
-// bunched with it. With a Store the pause is shared like any hold.
-func (l *Limiter) Pause(until time.Time) {
-	l.init()
+// With a Store the pause is shared like any hold.
+func (l *Limiter) pause(until time.Time) {
 	u := until.UnixNano()
 	l.mu.Lock()
 	l.heldUntil = max(l.heldUntil, u)

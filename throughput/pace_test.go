@@ -1,6 +1,7 @@
 package throughput_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -168,21 +169,79 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 	}
 }
 
-// TestSharedStoreKeepsTheTolerance: Limiters sharing a store cannot see
-// each other's figures, so each keeps the tolerance at half an interval
-// (later checks take new slots) and the margin covers only the write.
-func TestSharedStoreKeepsTheTolerance(t *testing.T) {
+// TestSharedStoreStretchesByShare: Limiters sharing a store cannot see
+// each other's figures. One that takes a third of the slots and sends 20 ms
+// late stretches its own slots by three times the margin it would need
+// alone, and the number stays within its figure at Meta next to two
+// Limiters sending on time with no margin: in every closed second of
+// arrivals (slot + lateness), at most PerSecond() sends.
+func TestSharedStoreStretchesByShare(t *testing.T) {
 	t.Parallel()
-	lim := throughput.New(80, throughput.WithStore(throughput.NewMemoryStore(nil), "n"))
-	for i := range 256 {
-		slot := t0.Add(time.Duration(i) * 13 * time.Millisecond)
-		checked := slot.Add(20 * time.Millisecond)
-		lim.ObserveSend(slot, checked, checked.Add(2*time.Millisecond))
+	const check, write = 20 * time.Millisecond, 2 * time.Millisecond
+	feed := func(lim *throughput.Limiter, spacing, check time.Duration) {
+		for i := range 256 {
+			slot := t0.Add(time.Duration(i) * spacing)
+			lim.ObserveSend(slot, slot.Add(check), slot.Add(check+write))
+		}
 	}
-	if tol := lim.Tolerance(); tol > 7*time.Millisecond {
-		t.Errorf("tolerance %v with a shared store, want half an interval", tol)
+	alone := throughput.New(80)
+	feed(alone, 13*time.Millisecond, check)
+	store := throughput.NewMemoryStore(nil)
+	var lims []*throughput.Limiter
+	for range 3 {
+		lims = append(lims, throughput.New(80, throughput.WithStore(store, "n")))
 	}
-	if m := lim.Margin(); m != 2*time.Millisecond {
-		t.Errorf("margin %v, want the write's 2 ms", m)
+	feed(lims[0], 3*13*time.Millisecond, check) // a third of the slots, late
+	feed(lims[1], 3*13*time.Millisecond, 0)
+	feed(lims[2], 3*13*time.Millisecond, 0)
+	late, m := lims[0].Tolerance(), lims[0].Margin()
+	if ma := alone.Margin(); m < 2*ma || m > 4*ma {
+		t.Fatalf("margin %v with a third of the slots, want about three times %v (alone)", m, ma)
+	}
+	if late < check {
+		t.Fatalf("tolerance %v, want the 20 ms checks let through", late)
+	}
+	if m1 := lims[1].Margin(); m1 < 6*time.Millisecond || m1 > 8*time.Millisecond {
+		t.Fatalf("a Limiter checking on time has margin %v, want its 2 ms writes times three", m1)
+	}
+	var arrived []time.Time
+	now := t0.Add(time.Hour)
+	for i := range 600 {
+		k := i % 3
+		r := lims[k].ReserveN(now, 1)
+		if !r.OK() {
+			t.Fatal(r.Err())
+		}
+		at := r.TimeToAct()
+		if k == 0 {
+			at = at.Add(late + write) // as late as its figures let it be
+		}
+		arrived = append(arrived, at)
+	}
+	slices.SortFunc(arrived, func(a, b time.Time) int { return a.Compare(b) })
+	if n := maxInWindow(arrived, time.Second); n > lims[0].PerSecond() {
+		t.Fatalf("%d arrivals in a closed second, limit %d (margin %v, tolerance %v)", n, lims[0].PerSecond(), m, late)
+	}
+}
+
+// TestLateWritePausesTheNumber: a write later than its slot by more than
+// the margin covers (half an interval with no margin) holds the number for
+// the excess, counting no refusal; one within it holds nothing.
+func TestLateWritePausesTheNumber(t *testing.T) {
+	t.Parallel()
+	lim := throughput.New(80)
+	slot := t0
+	lim.ObserveSend(slot, slot.Add(time.Millisecond), slot.Add(3*time.Millisecond))
+	if h := lim.HeldUntil(); !h.IsZero() {
+		t.Fatalf("held until %v after a write within half an interval", h)
+	}
+	wrote := slot.Add(30 * time.Millisecond)
+	lim.ObserveSend(slot, slot.Add(time.Millisecond), wrote)
+	over := 30*time.Millisecond - lim.Tolerance() // no margin yet: the tolerance is half an interval
+	if h := lim.HeldUntil(); !h.Equal(wrote.Add(over)) {
+		t.Fatalf("held until +%v, want the write +%v plus the excess %v", h.Sub(t0), wrote.Sub(t0), over)
+	}
+	if r := lim.ReserveN(wrote, 1); r.TimeToAct().Before(wrote.Add(over)) {
+		t.Fatalf("a send after the late write at +%v, want after the pause", r.TimeToAct().Sub(t0))
 	}
 }

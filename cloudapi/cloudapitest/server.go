@@ -49,6 +49,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,18 @@ type Option func(*Server)
 // WithClock makes the server read time from c; share it with the code
 // under test.
 func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
+
+// WithArrival makes the server count a message at the instant arrival
+// reports for its request, when that is not the zero Time, instead of its
+// clock's Now once the body has been read: for example the kernel's
+// receive time of the request's last bytes, which does not depend on when
+// the server's goroutine is scheduled (wapace-fakemeta does this on
+// Linux). Meta stamps a message when it reaches Meta, whatever our
+// machine's load. Instants may then come in any order; the throughput rule
+// is applied to them as instants, not as the order they were handled in.
+func WithArrival(arrival func(*http.Request) time.Time) Option {
+	return func(s *Server) { s.arrival = arrival }
+}
 
 // WithToken makes the server answer 401 (code 190) unless requests carry
 // "Authorization: Bearer token". Without it any bearer token is accepted.
@@ -130,7 +143,7 @@ func WithPairRule(interval time.Duration, burst int, window time.Duration) Optio
 
 // Request is one request the server received, with what it answered.
 type Request struct {
-	// At is the instant the server handled it.
+	// At is the instant the server had the whole request (its body).
 	At time.Time
 	// Path is the request's URL path, such as
 	// "/v26.0/106540352242922/marketing_messages".
@@ -190,6 +203,7 @@ type Failure struct {
 // Server is a fake Cloud API. It is safe for concurrent use.
 type Server struct {
 	clock     clock.Clock
+	arrival   func(*http.Request) time.Time // WithArrival
 	token     string
 	appSecret string
 	mps       int
@@ -202,7 +216,7 @@ type Server struct {
 
 	mu       sync.Mutex // protects the fields below
 	pairs    map[string]*pairState
-	recent   map[string][]time.Time // per number: accepted instants of the last second
+	recent   map[string][]time.Time // per number: accepted instants of the last seconds, sorted
 	tier     map[string]time.Time   // recipient -> latest template
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
@@ -435,12 +449,21 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
-	now := s.clock.Now()
-	req := Request{At: now, Path: r.URL.Path}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
-	req.Body = body
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A request arrives when its body has: Meta cannot act on a message
+	// before (a client may flush the headers first and the body much
+	// later). The instant is read under the lock, so that requests are
+	// counted in the order of their instants: a window never counts an
+	// arrival later than the one it judges.
+	now := s.clock.Now()
+	if s.arrival != nil {
+		if at := s.arrival(r); !at.IsZero() {
+			now = at
+		}
+	}
+	req := Request{At: now, Path: r.URL.Path, Body: body}
 	answer := func(status int, code errcodes.Code, details string) {
 		req.Status, req.Code = status, code
 		writeError(w, status, code, details, s.seq)
@@ -579,7 +602,9 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 // held.
 func (s *Server) accept(req *Request, now time.Time) {
 	s.pairOK(req.PhoneNumberID, req.To, now, true)
-	s.recent[req.PhoneNumberID] = append(s.recent[req.PhoneNumberID], now)
+	recent := s.recent[req.PhoneNumberID]
+	i, _ := slices.BinarySearchFunc(recent, now, time.Time.Compare)
+	s.recent[req.PhoneNumberID] = slices.Insert(recent, i, now)
 	if req.Type == "template" {
 		s.tier[req.To] = now
 	}
@@ -613,21 +638,57 @@ func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
 	}
 }
 
-// throughputOK reports whether one more message from number fits in the
-// closed window [now-1s, now].
+// throughputOK reports whether one more message from number, arriving at
+// now, keeps every closed one-second window within the number's figure.
+// With arrivals in order that is the window [now-1s, now]; with instants
+// out of order (WithArrival) it is every window that holds now. Called
+// with s.mu held.
 func (s *Server) throughputOK(number string, now time.Time) bool {
 	limit, ok := s.mpsFor[number]
 	if !ok {
 		limit = s.mps
 	}
 	recent := s.recent[number]
-	cut := 0
-	for cut < len(recent) && recent[cut].Before(now.Add(-time.Second)) {
-		cut++
+	// Keep two seconds before the latest instant seen: an arrival stamped
+	// earlier than ones already counted is judged with them.
+	latest := now
+	if n := len(recent); n > 0 && recent[n-1].After(latest) {
+		latest = recent[n-1]
 	}
+	cut, _ := slices.BinarySearchFunc(recent, latest.Add(-2*time.Second), time.Time.Compare)
 	recent = recent[cut:]
 	s.recent[number] = recent
-	return len(recent) < limit
+	if len(recent) < limit {
+		return true
+	}
+	// count returns how many counted instants lie in [a, b].
+	count := func(a, b time.Time) int {
+		lo, _ := slices.BinarySearchFunc(recent, a, time.Time.Compare)
+		hi, found := slices.BinarySearchFunc(recent, b, time.Time.Compare)
+		for found && hi < len(recent) && recent[hi].Equal(b) {
+			hi++
+		}
+		return hi - lo
+	}
+	if !latest.After(now) {
+		// In order: every window holding now lies within [now-1s, now].
+		return count(now.Add(-time.Second), now) < limit
+	}
+	// Out of order: every closed window [a, a+1s] holding now starts at
+	// now or at a counted instant within the second before it.
+	if count(now, now.Add(time.Second)) >= limit {
+		return false
+	}
+	from, _ := slices.BinarySearchFunc(recent, now.Add(-time.Second), time.Time.Compare)
+	for _, a := range recent[from:] {
+		if a.After(now) {
+			break
+		}
+		if count(a, a.Add(time.Second)) >= limit {
+			return false
+		}
+	}
+	return true
 }
 
 // tierOK reports whether a template to recipient fits in the tier.

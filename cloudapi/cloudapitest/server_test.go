@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -310,4 +311,111 @@ func TestFakeChecksContent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// slowBody yields its bytes only after a delay: a client that flushed the
+// headers and sends the body later (net/http does so for a body of a type
+// it does not know).
+type slowBody struct {
+	delay time.Duration
+	r     *strings.Reader
+	slept bool
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if !b.slept {
+		time.Sleep(b.delay)
+		b.slept = true
+	}
+	return b.r.Read(p)
+}
+
+// TestThroughputCountsArrivalOfTheBody: over a real socket, a request
+// counts when its body has arrived, not when its headers did. A's headers
+// come first (net/http flushes them before a body of a type it does not
+// know), then B whole 0.5 s later, then A's body 2 s after its headers: the
+// closed one-second window ending at A's body no longer holds B, so A is
+// accepted at one message a second. Stamped at its headers, A was judged in
+// a window holding B, sent after it, and refused.
+func TestThroughputCountsArrivalOfTheBody(t *testing.T) {
+	srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1))
+	base := srv.URL()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	body := `{"messaging_product":"whatsapp","to":"237690000001","type":"text","text":{"body":"x"}}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/v23.0/1/messages",
+		&slowBody{delay: 2 * time.Second, r: strings.NewReader(body)})
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	codeA := make(chan int, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+			codeA <- 0
+			return
+		}
+		resp.Body.Close()
+		codeA <- resp.StatusCode
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if _, code, _ := post(t, c, base, "1", "237690000002", "text"); code != 0 {
+		t.Fatalf("B refused with %d", code)
+	}
+	if st := <-codeA; st != http.StatusOK {
+		t.Errorf("A, whose body arrived 1.5 s after B: status %d, want 200", st)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !reqs[0].At.Before(reqs[1].At) || reqs[1].At.Sub(reqs[0].At) < time.Second {
+		var got []string
+		for _, r := range reqs {
+			got = append(got, fmt.Sprintf("%s at %s code %d", r.To, r.At.Format("15:04:05.000"), r.Code))
+		}
+		t.Fatalf("requests %q: want B, then A more than a second later, in the order of their bodies", got)
+	}
+}
+
+// TestThroughputJudgesInstantsOutOfOrder: with WithArrival, instants may
+// come in another order than the requests are handled in; the rule is
+// applied to the instants. At one message a second, 1.5 s then 0.2 s are
+// both within the figure (no closed second holds both); 1.1 s then shares
+// a second with 0.2 s and is refused, 2.3 s with 1.5 s; 2.6 s is alone.
+func TestThroughputJudgesInstantsOutOfOrder(t *testing.T) {
+	base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	srv := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1),
+		cloudapitest.WithArrival(func(r *http.Request) time.Time {
+			ms, err := strconv.Atoi(r.Header.Get("X-Test-Arrival-Ms"))
+			if err != nil {
+				return time.Time{}
+			}
+			return base.Add(time.Duration(ms) * time.Millisecond)
+		}))
+	c := srv.Client()
+	for i, tc := range []struct {
+		ms   int
+		want errcodes.Code
+	}{{1500, 0}, {200, 0}, {1100, errcodes.ThroughputLimit}, {2300, errcodes.ThroughputLimit}, {2600, 0}} {
+		body := fmt.Sprintf(`{"messaging_product":"whatsapp","to":"2376900000%02d","type":"text","text":{"body":"x"}}`, i)
+		req, _ := http.NewRequest(http.MethodPost, cloudapitest.BaseURL+"/v23.0/1/messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("X-Test-Arrival-Ms", strconv.Itoa(tc.ms))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var code errcodes.Code
+		if resp.StatusCode != http.StatusOK {
+			e, err := errcodes.Parse(resp.StatusCode, data)
+			if err != nil {
+				t.Fatalf("error body is not Meta's: %s", data)
+			}
+			code = e.Code
+		}
+		if code != tc.want {
+			t.Errorf("arrival at +%d ms: code %d, want %d", tc.ms, code, tc.want)
+		}
+	}
 }

@@ -3,6 +3,10 @@
 // that several sender processes, or code in other languages, can be tested
 // against one fake Meta that enforces the pair rate limit (131056), each
 // number's throughput (130429) and, optionally, the messaging tier.
+// A message counts when its body arrived: on Linux, at the kernel's receive
+// time of its last bytes, so that the fake's own scheduling on a loaded
+// machine does not bunch arrivals that came apart (Meta's clock does not
+// share the sender's CPU).
 //
 // Usage:
 //

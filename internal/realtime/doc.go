@@ -8,9 +8,13 @@
 // the first and the last acceptance; a scripted burst of 130429 costs the
 // number at most about 2 s of sending.
 //
-// The tests run with WAPACE_REALTIME=1 (not yet by default, nor in CI:
-// see BENCHMARKS.md for what they still meet on a loaded machine) and are
-// skipped under -short. Knobs, for measuring
-// (BENCHMARKS.md): WAPACE_REALTIME_SECONDS (default 30),
-// WAPACE_REALTIME_HOG=0 (no hog), WAPACE_REALTIME_ROUNDS (default 1).
+// The tests run with every `go test` that is not -short, and CI runs them
+// again alone in a step of their own (.ci/run), with two rounds each. The
+// refusal counts are asserted in every run; the 95 % only when the machine
+// was not overcommitted by other work during the round (see check), since
+// a slot that passes while the sender waits for a CPU is lost. Knobs, for
+// measuring (BENCHMARKS.md): WAPACE_REALTIME_SECONDS (default 30),
+// WAPACE_REALTIME_HOG=0 (no hog), WAPACE_REALTIME_ROUNDS (default 1),
+// WAPACE_REALTIME_MIN_RATE (default 0.95), WAPACE_REALTIME_BUSY_MAX
+// (default 1 runnable task per CPU + 3).
 package realtime

@@ -95,6 +95,7 @@ type Stats struct {
 func newApp(c config) *app {
 	opts := []cloudapitest.Option{
 		cloudapitest.WithThroughput(c.mps),
+		cloudapitest.WithArrival(arrivalOf),
 		cloudapitest.WithAppSecret(c.appSecret),
 		cloudapitest.WithPairRule(c.pairInterval, c.pairBurst, c.pairWindow),
 	}
@@ -185,6 +186,9 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.record(r, rec)
 	}
 	a.fake.ServeHTTP(cw, r)
+	if at := arrivalOf(r); !at.IsZero() {
+		rec.At = at // the instant the fake counted the message at
+	}
 	rec.Status = cw.status
 	if cw.hijacked {
 		return

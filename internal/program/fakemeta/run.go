@@ -160,7 +160,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	url := "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second}
+	ln = stampListener(ln)
+	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ConnContext: withConn}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if c.addrFile != "" {
