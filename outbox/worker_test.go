@@ -36,8 +36,20 @@ func TestWorkerIDInUse(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			errA := make(chan error, 1)
 			go func() { errA <- a.Run(ctx, newClient(t, meta)) }()
-			// B waits for A's heartbeat to lapse; it does not.
-			time.Sleep(50 * time.Millisecond)
+			// Once A holds the name (not after a fixed sleep: on a loaded
+			// machine A's Run may not have registered yet, and B would
+			// take the free name), B waits for A's heartbeat to lapse; it
+			// does not.
+			for held := 0; held == 0; {
+				if err := a.DB().QueryRowContext(t.Context(), `SELECT COUNT(*) FROM outbox_workers WHERE name = 'w1'`).Scan(&held); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case err := <-errA:
+					t.Fatalf("the first ended before it held the name: %v", err)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
 			bctx, bcancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer bcancel()
 			if err := b.Run(bctx, newClient(t, meta)); !errors.Is(err, outbox.ErrWorkerIDInUse) {
