@@ -246,7 +246,12 @@ func TestWriteMarkClaimLost(t *testing.T) {
 
 func claimLost(t *testing.T, dsn string) {
 	meta := cloudapitest.NewServer(t)
-	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute))
+	// One send in flight: A, paused in its held send, claims nothing
+	// more. With more, A's Run could claim the items B's sweep queued
+	// again, and its Client would refuse them locally as a duplicate of
+	// the held send still in progress (safe, but not what this test is
+	// about: A stands for a process paused whole).
+	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +359,12 @@ func TestWriteMarkBurstRecovery(t *testing.T) {
 
 func burstRecovery(t *testing.T, dsn string, written int) {
 	meta := cloudapitest.NewServer(t)
-	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute))
+	// One send in flight: A, paused in its held send, claims nothing
+	// more. With more, A's Run could claim the items B's sweep queued
+	// again, and its Client would refuse them locally as a duplicate of
+	// the held send still in progress (safe, but not what this test is
+	// about: A stands for a process paused whole).
+	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
 	if err != nil {
 		t.Fatal(err)
 	}
