@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -96,10 +95,8 @@ func postgresRestart(t *testing.T, marks bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
+	done, cancel := startRun(t.Context(), o, c)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx, c) }()
 	for meta.Accepted() < total/3 {
 		select {
 		case err := <-done:
@@ -120,15 +117,8 @@ func postgresRestart(t *testing.T, marks bool) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	dctx, dcancel := context.WithTimeout(t.Context(), time.Minute)
-	derr := o.Drain(dctx)
-	dcancel()
-	cancel()
-	if err := <-done; err != context.Canceled {
-		t.Errorf("Run: %v", err)
-	}
-	if derr != nil {
-		t.Errorf("drain: %v", derr)
+	if err := drainThenStop(t, o, done, cancel, time.Minute); err != nil {
+		t.Errorf("drain: %v", err)
 	}
 	checkDelivery(t, meta, total, false)
 	snap, err := o.Snapshot(t.Context())

@@ -100,6 +100,17 @@ func stopRun(t *testing.T, runErr <-chan error, cancel context.CancelFunc) {
 	}
 }
 
+// drainThenStop waits up to limit for o to drain, then stops Run (checking
+// it returned context.Canceled), and returns Drain's error.
+func drainThenStop(t *testing.T, o *outbox.Outbox, runErr <-chan error, cancel context.CancelFunc, limit time.Duration) error {
+	t.Helper()
+	dctx, dcancel := context.WithTimeout(t.Context(), limit)
+	derr := o.Drain(dctx)
+	dcancel()
+	stopRun(t, runErr, cancel)
+	return derr
+}
+
 // enqueueKeyed enqueues n texts keyed prefix-0 ... and returns the keys.
 func enqueueKeyed(t *testing.T, o *outbox.Outbox, prefix string, n int) []string {
 	t.Helper()

@@ -167,18 +167,9 @@ func killBeforeWrite(t *testing.T, read bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx, c) }()
-	dctx, dcancel := context.WithTimeout(t.Context(), time.Minute)
-	derr := o.Drain(dctx)
-	dcancel()
-	cancel()
-	if err := <-done; err != context.Canceled {
-		t.Errorf("Run: %v", err)
-	}
-	if derr != nil {
-		t.Fatalf("drain: %v", derr)
+	done, cancel := startRun(t.Context(), o, c)
+	if err := drainThenStop(t, o, done, cancel, time.Minute); err != nil {
+		t.Fatalf("drain: %v", err)
 	}
 	checkDelivery(t, meta, len(keys), read)
 	for _, k := range keys {
@@ -262,13 +253,7 @@ func claimLost(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	// Real sockets.
-	inner := &http.Transport{}
-	defer inner.CloseIdleConnections()
-	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, 1), finished: make(chan error, 1)}
-	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, ca := heldClient(t, meta, 1)
 	ctxA, stopA := context.WithCancel(t.Context())
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Run(ctxA, ca) }()
@@ -379,13 +364,7 @@ func burstRecovery(t *testing.T, dsn string, written int) {
 	if _, err := a.EnqueueBurst(t.Context(), from, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	inner := &http.Transport{}
-	defer inner.CloseIdleConnections()
-	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, 3), finished: make(chan error, 3)}
-	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, ca := heldClient(t, meta, 3)
 	ctxA, stopA := context.WithCancel(t.Context())
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Run(ctxA, ca) }()
@@ -483,4 +462,19 @@ func burstRecovery(t *testing.T, dsn string, written int) {
 			t.Errorf("Meta accepted %s, want b-0 b-1 b-2", got)
 		}
 	}
+}
+
+// heldClient returns a Client on real sockets to meta whose requests are
+// held before their body is read (see heldTransport), up to sends of them
+// released at once.
+func heldClient(t *testing.T, meta *cloudapitest.Server, sends int) (heldTransport, *cloudapi.Client) {
+	t.Helper()
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, sends), finished: make(chan error, sends)}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held, c
 }
