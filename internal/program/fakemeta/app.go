@@ -262,19 +262,31 @@ func (a *app) serveJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (a *app) serveFail(w http.ResponseWriter, r *http.Request) {
+// decodePost reads a control request: a POST of what (else 405) whose JSON
+// body, at most 64 KiB, decodes into v and passes valid (else 400 with
+// want). It reports whether the request may be acted on; otherwise it has
+// answered.
+func decodePost(w http.ResponseWriter, r *http.Request, what string, v any, valid func() bool, want string) bool {
 	if r.Method != http.MethodPost {
-		http.Error(w, "POST a failure", http.StatusMethodNotAllowed)
-		return
+		http.Error(w, "POST "+what, http.StatusMethodNotAllowed)
+		return false
 	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(v); err != nil || !valid() {
+		http.Error(w, want, http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func (a *app) serveFail(w http.ResponseWriter, r *http.Request) {
 	var f struct {
 		Code  int    `json:"code"`
 		To    string `json:"to"`
 		Reset bool   `json:"reset"`
 		Hang  bool   `json:"hang"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&f); err != nil || (f.Code <= 0 && !f.Reset && !f.Hang) {
-		http.Error(w, `want {"code":N,"to":"...","reset":false,"hang":false}`, http.StatusBadRequest)
+	if !decodePost(w, r, "a failure", &f, func() bool { return f.Code > 0 || f.Reset || f.Hang },
+		`want {"code":N,"to":"...","reset":false,"hang":false}`) {
 		return
 	}
 	a.fake.Script(cloudapitest.Failure{To: f.To, Code: errcodes.Code(f.Code), Reset: f.Reset, Hang: f.Hang})
@@ -285,18 +297,14 @@ func (a *app) serveFail(w http.ResponseWriter, r *http.Request) {
 // approval and posts the signed completed template_category_update to the
 // -webhook URL.
 func (a *app) serveRecategorize(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST a recategorisation", http.StatusMethodNotAllowed)
-		return
-	}
 	var q struct {
 		WABA     string `json:"waba_id"`
 		Name     string `json:"name"`
 		Language string `json:"language"`
 		Category string `json:"category"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&q); err != nil || !allDigits(q.WABA) || q.Name == "" || q.Language == "" || q.Category == "" {
-		http.Error(w, `want {"waba_id":"...","name":"...","language":"...","category":"MARKETING"}`, http.StatusBadRequest)
+	if !decodePost(w, r, "a recategorisation", &q, func() bool { return allDigits(q.WABA) && q.Name != "" && q.Language != "" && q.Category != "" },
+		`want {"waba_id":"...","name":"...","language":"...","category":"MARKETING"}`) {
 		return
 	}
 	body, ok := a.fake.Recategorize(q.WABA, q.Name, q.Language, q.Category)
