@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -103,7 +104,9 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 	runCtx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	start, cpu0 := time.Now(), cpuTime()
-	go func() { errc <- o.Run(runCtx, c) }()
+	// (Labelled, so that a profile of the benchmark can be cut to the
+	// timed dispatch: -tagfocus phase=dispatch.)
+	go pprof.Do(runCtx, pprof.Labels("phase", "dispatch"), func(ctx context.Context) { errc <- o.Run(ctx, c) })
 	select {
 	case <-done:
 	case err := <-errc:
@@ -124,7 +127,8 @@ func BenchmarkSQLiteDispatchVsFloor(b *testing.B) {
 	var ratios, floors, dispatches, cpuRatios []float64
 	for b.Loop() {
 		c0 := cpuTime()
-		f := floorBlock(b, dir, n)
+		var f float64
+		pprof.Do(context.Background(), pprof.Labels("phase", "floor"), func(context.Context) { f = floorBlock(b, dir, n) })
 		fcpu := cpuTime() - c0
 		d, dcpu := dispatchBlock(b, dir, n)
 		floors, dispatches, ratios = append(floors, f), append(dispatches, d), append(ratios, d/f)
