@@ -124,7 +124,7 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 func BenchmarkSQLiteDispatchVsFloor(b *testing.B) {
 	const n = 2000
 	dir := b.TempDir()
-	var ratios, floors, dispatches, cpuRatios []float64
+	var ratios, floors, dispatches, cpuRatios, floorCPU, dispatchCPU []float64
 	for b.Loop() {
 		c0 := cpuTime()
 		var f float64
@@ -136,10 +136,18 @@ func BenchmarkSQLiteDispatchVsFloor(b *testing.B) {
 		// less moved by the machine's load. (The dispatch's includes the
 		// client's and the fake's.)
 		cpuRatios = append(cpuRatios, float64(fcpu)/float64(dcpu))
+		floorCPU = append(floorCPU, float64(fcpu.Microseconds())/n)
+		dispatchCPU = append(dispatchCPU, float64(dcpu.Microseconds())/n)
 	}
 	reportRatio(b, ratios, floors, dispatches, "dispatch")
-	slices.Sort(cpuRatios)
+	for _, v := range [][]float64{cpuRatios, floorCPU, dispatchCPU} {
+		slices.Sort(v)
+	}
 	b.ReportMetric(cpuRatios[len(cpuRatios)/2], "x-floor-cpu")
+	// The medians of the CPU per message (this process's, all goroutines:
+	// the dispatch's includes the client's and the fake's).
+	b.ReportMetric(floorCPU[len(floorCPU)/2], "floor-cpu-µs/msg")
+	b.ReportMetric(dispatchCPU[len(dispatchCPU)/2], "dispatch-cpu-µs/msg")
 }
 
 // reportRatio reports the median ratio with its range, and the medians of
