@@ -40,12 +40,13 @@ func (o *Outbox) EnqueueMany(ctx context.Context, from string, msgs ...cloudapi.
 	var calls []*enqCall
 	var at []int // calls[j] is msgs[at[j]]
 	for i, m := range msgs {
+		fresh := m.IdempotencyKey == ""
 		lane, to, err := o.check(from, &m)
 		if err != nil {
 			res[i].Err = err
 			continue
 		}
-		calls, at = append(calls, &enqCall{from: from, m: m, lane: lane, to: to}), append(at, i)
+		calls, at = append(calls, &enqCall{from: from, m: m, lane: lane, to: to, fresh: fresh}), append(at, i)
 	}
 	if len(calls) == 0 {
 		return res, ctx.Err()
@@ -92,6 +93,7 @@ func (o *Outbox) EnqueueBurst(ctx context.Context, from string, msgs ...cloudapi
 		if m.Kind() == cloudapi.KindRead {
 			return nil, &cloudapi.ValidationError{Field: "messages", Reason: "a read receipt cannot be part of a burst"}
 		}
+		fresh := m.IdempotencyKey == ""
 		lane, to, err := o.check(from, &m)
 		if err != nil {
 			return nil, err
@@ -99,7 +101,7 @@ func (o *Outbox) EnqueueBurst(ctx context.Context, from string, msgs ...cloudapi
 		if i > 0 && lane != calls[0].lane {
 			return nil, &cloudapi.ValidationError{Field: "to", Reason: "the messages of a burst must all go to one recipient"}
 		}
-		calls[i] = &enqCall{from: from, m: m, lane: lane, to: to}
+		calls[i] = &enqCall{from: from, m: m, lane: lane, to: to, fresh: fresh}
 	}
 	seen := map[string]bool{}
 	for _, c := range calls {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -344,6 +345,28 @@ func (o *Outbox) q(query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// lastKeyTime is the time part of the latest key orderedKey made.
+var lastKeyTime atomic.Int64
+
+// orderedKey returns a new idempotency key: 32 hex digits, the first 16
+// the wall clock's nanoseconds (increasing strictly within the process,
+// even if the clock steps back), the last 16 random, so that keys made
+// one after another sort one after another (and land together at the end
+// of the key index) and keys of different processes never collide.
+func orderedKey() string {
+	now := time.Now().UnixNano()
+	for {
+		last := lastKeyTime.Load()
+		t := max(now, last+1)
+		if lastKeyTime.CompareAndSwap(last, t) {
+			var b [16]byte
+			binary.BigEndian.PutUint64(b[:8], uint64(t))
+			_, _ = rand.Read(b[8:])
+			return hex.EncodeToString(b[:])
+		}
+	}
 }
 
 func randomKey() string {

@@ -1,9 +1,12 @@
 package outbox
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wapace/wapace/cloudapi"
 )
 
 // The pick walks the queued index in order and stops at its LIMIT: a plan
@@ -32,5 +35,49 @@ func TestPickPlanUsesQueuedIndex(t *testing.T) {
 	all := strings.Join(plan, "\n")
 	if !strings.Contains(all, "outbox_items_queued") || strings.Contains(all, "TEMP B-TREE") {
 		t.Fatalf("pick plan:\n%s", all)
+	}
+}
+
+// The batch of acceptances looks each key up in the key index: a plan
+// that scans the index of sending items reads the whole list of keys once
+// per item sending (quadratic in the batch and the sends in flight). It
+// is the plan SQLite chooses once the file has statistics (ANALYZE, PRAGMA
+// optimize) unless the statement rules the sending index out.
+func TestAcceptPlanLooksUpKeys(t *testing.T) {
+	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var msgs []cloudapi.Message
+	for i := range 300 {
+		msgs = append(msgs, cloudapi.Text(fmt.Sprintf("+1555%07d", i), "x"))
+	}
+	if _, err := o.EnqueueMany(t.Context(), "106540352242922", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.db.Exec(`UPDATE outbox_items SET state = 'sending', owner = 'w' WHERE id % 5 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.db.Exec(`ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+acceptSQL(o.d), 0, `{"k":"w"}`, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	all := strings.Join(plan, "\n")
+	if !strings.Contains(all, "SEARCH outbox_items USING INDEX sqlite_autoindex_outbox_items_1 (ikey=?)") || strings.Contains(all, "SCAN outbox_items") {
+		t.Fatalf("accept plan:\n%s", all)
 	}
 }

@@ -478,8 +478,12 @@ func (r *runner) renew(ctx context.Context, now time.Time) error {
 // for resent items, which go last), so the head is the oldest: a resent
 // item keeps its original place.
 func pickSQL(d dialect) string {
-	hint := ""
+	hint, limit := "", "?"
 	if !d.postgres {
+		// "+?", not "?": SQLite plans a LIMIT of a bare parameter with its
+		// bound value, and prepares the statement again whenever that
+		// value changes (every claim asks for its free slots).
+		limit = "+?"
 		// Walk the queue in (due_at, seq) order and stop at LIMIT; the
 		// planner would otherwise sort every queued row.
 		hint = " INDEXED BY outbox_items_queued"
@@ -495,7 +499,7 @@ func pickSQL(d dialect) string {
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 			AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
-		ORDER BY i.due_at, i.seq LIMIT ?`
+		ORDER BY i.due_at, i.seq LIMIT ` + limit
 	if d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`
 	}
@@ -1015,8 +1019,11 @@ func acceptSQL(d dialect) string {
 		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w
 			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending' RETURNING i.ikey`
 	}
+	// "+state": the index of sending items does not answer this (it
+	// would be scanned whole, reading the list once per item): each key
+	// is looked up in the key index.
 	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value
-		FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND outbox_items.state = 'sending' RETURNING ikey`
+		FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND +outbox_items.state = 'sending' RETURNING ikey`
 }
 
 // acceptAll records the accepted sends among fs in one statement, and

@@ -45,9 +45,13 @@ func (c *stmtCache) close() {
 // hotSQL are the statements prepared once (SQLite): those run for every
 // message or batch.
 func hotSQL(d dialect) []string {
-	return []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
+	qs := []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
 		sqlNextWake, sqlRenew, sqlSweepDead, sqlSweepLate, sqlSweepResend, sqlBurst, sqlWindow,
-		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, insertSQL(1), sqlGetItem, sqlGetHistory}
+		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlGetItem, sqlGetHistory}
+	for _, n := range sqliteInserts {
+		qs = append(qs, insertSQL(n))
+	}
+	return qs
 }
 
 // prepared returns query's kept statement for ex (a *sql.DB or a
