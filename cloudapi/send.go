@@ -323,12 +323,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		}
 		s.attempts[idx]++
 		posted := c.clock.Now()
-		g := &gate{s: s, a: a, k: k, num: num, mark: mark, key: s.keys[idx]}
-		pg := g
-		if !paceWrites {
-			pg = nil // the benchmark's "off" side only
+		var g *gate // nil only on the "off" side of the benchmark of its cost
+		if paceWrites {
+			g = &gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, key: s.keys[idx]}
 		}
-		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, pg)
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
 		if reroute {
