@@ -67,11 +67,11 @@ const (
 
 // lateness is a ring of recent lateness samples.
 type lateness struct {
+	n       int // samples recorded, saturating at lateSamples
+	next    int // where the next sample goes
+	since   int // samples since the last recomputation
 	s       [lateSamples]sample
 	scratch [lateSamples]int64 // the late checks, sorted by figures without allocating
-	n       int                // samples recorded, saturating at lateSamples
-	next    int                // where the next sample goes
-	since   int                // samples since the last recomputation
 }
 
 // sample is one observation, in nanoseconds: how late the check and the
