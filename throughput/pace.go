@@ -216,7 +216,8 @@ func roundMargin(m time.Duration) time.Duration {
 // (shared through the Store like any hold): the sends after it shift by
 // that much instead of arriving bunched with it. Observations made while
 // the number is held are ignored. It is safe for concurrent use and costs
-// a few nanoseconds, plus a sort of 256 samples every 32 observations.
+// a few nanoseconds, plus, every 32 observations, a pass over the 256
+// samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
 	write := time.Duration(0)
