@@ -84,7 +84,7 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 			traced.Store(true)
 			wrote.Store(true)
 			if info.Err == nil && g != nil {
-				g.wrote(c.clock.Now())
+				g.wrote(g.now())
 			}
 		},
 	}

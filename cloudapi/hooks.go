@@ -68,8 +68,11 @@ func (n *holdNote) by(at time.Time) errcodes.Hold {
 
 // wroteAt is when the write-time check let message's body go (so that a
 // wait for a new slot there counts in Wait, not in the request's
-// Duration), or posted if it never ran.
+// Duration), or posted if it never ran (or g is nil).
 func wroteAt(g *gate, posted time.Time) time.Time {
+	if g == nil {
+		return posted
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.checked.After(posted) {

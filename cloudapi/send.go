@@ -260,6 +260,11 @@ type sending struct {
 	lastErr   *errcodes.Error            // the last refusal
 	hold      holdNote                   // which limit held the current attempt, for Event.Held
 	who       *struct{ to, pair string } // the masked recipient and pair pseudonym, made once
+	// gate0 is the write-time check of the first request, allocated with
+	// the sending (most sends make one request); a later request gets a
+	// gate of its own, since a transport may still read an ended
+	// request's body, which its gate then refuses.
+	gate0 gate
 }
 
 // run sends the messages in order as one burst; after a refusal, the
@@ -323,12 +328,15 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		}
 		s.attempts[idx]++
 		posted := c.clock.Now()
-		g := &gate{s: s, a: a, k: k, num: num, mark: mark, key: s.keys[idx]}
-		pg := g
-		if !paceWrites {
-			pg = nil // the benchmark's "off" side only
+		var g *gate // nil only on the "off" side of the benchmark of its cost
+		if paceWrites {
+			g = &s.gate0
+			if g.s != nil { // not the first request
+				g = new(gate)
+			}
+			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, key: s.keys[idx]}
 		}
-		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, pg)
+		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
 		if reroute {

@@ -160,6 +160,13 @@ type Limiter struct {
 	b        memBucket   // the bucket when opts.store is nil
 	degraded atomic.Bool // the adaptive rate is below the configured one
 
+	// Read on every send (reserve, the sender's write-time check, and
+	// ObserveSend): kept before the lateness ring, near the bucket, so
+	// that a Client with a Limiter per number finds them in cache.
+	tolerance atomic.Int64
+	cover     atomic.Int64 // the lateness the margin covers: half an interval + margin * share
+	lastSlot  atomic.Int64 // the latest instant a reservation was handed out for
+
 	mu            sync.Mutex // protects the fields below
 	mps           int
 	perSecond     int
@@ -175,12 +182,9 @@ type Limiter struct {
 	lastEvent     int64 // when the latest 130429 event began
 	margin        time.Duration
 	share         float64  // of the bucket's slots, when margin was applied (see ObserveSend)
-	late          lateness // recent lateness, see ObserveSend
 	looseTolAt    int64    // when a pending higher tolerance may apply (0: none)
 	looseMarginAt int64    // when a pending lower margin may apply (0: none)
-	tolerance     atomic.Int64
-	cover         atomic.Int64 // the lateness the margin covers: half an interval + margin * share
-	lastSlot      atomic.Int64 // the latest instant a reservation was handed out for
+	late          lateness // recent lateness, see ObserveSend (8 KiB: last)
 }
 
 // New returns a Limiter for a number allowed mps messages per second

@@ -67,18 +67,28 @@ const (
 
 // lateness is a ring of recent lateness samples.
 type lateness struct {
-	check, write [lateSamples]int64
-	slot         [lateSamples]int64 // the slots observed, to measure the share of the bucket's
-	scratch      [lateSamples]int64 // figures' sorted copies, so that they allocate nothing
-	n            int                // samples recorded, saturating at lateSamples
-	next         int                // where the next sample goes
-	since        int                // samples since the last recomputation
+	n       int // samples recorded, saturating at lateSamples
+	next    int // where the next sample goes
+	since   int // samples since the last recomputation
+	s       [lateSamples]sample
+	scratch [lateSamples]int64 // the late checks, sorted by figures without allocating
 }
+
+// sample is one observation, in nanoseconds: how late the check and the
+// write were (never negative), and the slot (to measure the share of the
+// bucket's slots). One sample's fields sit together, so that recording one
+// touches one cache line: a Client holds a Limiter per number, and every
+// send records one sample.
+type sample struct{ check, write, slot int64 }
+
+// writeTop is how many of the largest write samples figures keeps to find
+// the 99th percentile: at rank r.n*writeRank/lateSamples, it is the
+// r.n - r.n*writeRank/lateSamples = ceil(r.n*3/256)-th largest, at most 3.
+const writeTop = lateSamples - writeRank
 
 // add records one sample and reports whether it is time to recompute.
 func (r *lateness) add(slot int64, check, write time.Duration) bool {
-	r.check[r.next], r.write[r.next] = int64(max(check, 0)), int64(max(write, 0))
-	r.slot[r.next] = slot
+	r.s[r.next] = sample{check: int64(max(check, 0)), write: int64(max(write, 0)), slot: slot}
 	r.next = (r.next + 1) % lateSamples
 	r.n = min(r.n+1, lateSamples)
 	r.since++
@@ -97,7 +107,7 @@ func (r *lateness) share(interval time.Duration) float64 {
 	over := func(k int) float64 {
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 		for i := range k {
-			v := r.slot[(r.next-1-i+lateSamples)%lateSamples]
+			v := r.s[(r.next-1-i+lateSamples)%lateSamples].slot
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		if k < 2 || hi <= lo {
@@ -109,6 +119,42 @@ func (r *lateness) share(interval time.Duration) float64 {
 	return min(max(f, minShare), 1)
 }
 
+// writeQuantile returns the write samples' 99th percentile: the one at
+// rank r.n*writeRank/lateSamples in ascending order, found among the
+// writeTop largest (no sort: figures runs on the send path).
+func (r *lateness) writeQuantile() time.Duration {
+	k := r.n - r.n*writeRank/lateSamples // 1 to writeTop
+	var top [writeTop]int64              // the k largest so far, descending
+	for i := range k {
+		top[i] = math.MinInt64
+	}
+	for _, s := range r.s[:r.n] {
+		if s.write <= top[k-1] {
+			continue
+		}
+		i := k - 1
+		for ; i > 0 && top[i-1] < s.write; i-- {
+			top[i] = top[i-1]
+		}
+		top[i] = s.write
+	}
+	return time.Duration(top[k-1])
+}
+
+// checksAbove returns the check samples later than half, sorted
+// ascending, in r.scratch: the only ones the tolerance can be chosen
+// among (an idle machine has none).
+func (r *lateness) checksAbove(half time.Duration) []int64 {
+	c := r.scratch[:0]
+	for _, s := range r.s[:r.n] {
+		if time.Duration(s.check) > half {
+			c = append(c, s.check)
+		}
+	}
+	slices.Sort(c)
+	return c
+}
+
 // figures returns the tolerance and margin for an interval T from the
 // samples: the write's 99th percentile w, and the tolerance that costs
 // least, where a tolerance tau costs the share of checks later than it
@@ -117,14 +163,12 @@ func (r *lateness) share(interval time.Duration) float64 {
 // plus the stretch it needs, max(0, tau + w - T/2), as a share of a
 // second. The margin is that stretch divided by f (see the package's
 // notes on write-time pacing), capped at maxMargin; f is returned too.
+//
+// The candidates are T/2 and each check later than it, in ascending
+// order; a candidate whose stretch is beyond maxMargin ends the search
+// (when T/2's is, the answer is T/2 and the margin maxMargin).
 func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
-	sorted := func(s []int64) []int64 {
-		c := r.scratch[:r.n]
-		copy(c, s[:r.n])
-		slices.Sort(c)
-		return c
-	}
-	w := time.Duration(sorted(r.write[:])[r.n*writeRank/lateSamples])
+	w := r.writeQuantile()
 	half := interval / 2
 	f = 1
 	if shared {
@@ -133,22 +177,19 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 	spread := func(stretch time.Duration) time.Duration {
 		return time.Duration(float64(stretch) / f)
 	}
-	check := sorted(r.check[:])
+	late := r.checksAbove(half)
 	best, bestCost := half, math.Inf(1)
-	later := r.n // checks later than tau, for tau = half first
-	for later > 0 && time.Duration(check[r.n-later]) <= half {
-		later--
-	}
-	for k := r.n - later - 1; k < r.n; k++ { // tau = half, then each later sample
+	later := len(late)                // checks later than tau
+	for j := -1; j < len(late); j++ { // tau = half, then each late check
 		tau := half
-		if k >= 0 {
-			tau = max(time.Duration(check[k]), half)
+		if j >= 0 {
+			tau = time.Duration(late[j])
 		}
-		for later > 0 && time.Duration(check[r.n-later]) <= tau {
+		for later > 0 && time.Duration(late[len(late)-later]) <= tau {
 			later--
 		}
 		m := max(tau+w-half, 0)
-		if k >= 0 && spread(m) > maxMargin {
+		if spread(m) > maxMargin {
 			break
 		}
 		if cost := f*float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
@@ -175,7 +216,8 @@ func roundMargin(m time.Duration) time.Duration {
 // (shared through the Store like any hold): the sends after it shift by
 // that much instead of arriving bunched with it. Observations made while
 // the number is held are ignored. It is safe for concurrent use and costs
-// a few nanoseconds, plus a sort of 256 samples every 32 observations.
+// a few nanoseconds, plus, every 32 observations, a pass over the 256
+// samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
 	write := time.Duration(0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -91,6 +92,11 @@ type memBucket struct {
 	seq      uint64
 	interval time.Duration // the figures of the owner's local decisions
 	burst    int
+
+	// held is s.Hold, readable without the lock (hold): a sender reads
+	// it before every write (cloudapi's write-time check). Only extend
+	// moves s.Hold, and it stores held before it unlocks.
+	held atomic.Int64
 }
 
 // setParams sets the figures of local decisions at t, never leaving the
@@ -161,14 +167,11 @@ func (b *memBucket) extend(until int64) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s = b.s.Extend(until)
+	b.held.Store(b.s.Hold)
 	return b.s.Hold
 }
 
-func (b *memBucket) hold() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.s.Hold
-}
+func (b *memBucket) hold() int64 { return b.held.Load() }
 
 // memoryStore is the in-memory [Store] of NewMemoryStore. The zero
 // memoryStore is ready to use, on the real clock.
