@@ -22,7 +22,8 @@
 // (FailNext, Script, Maintenance): a Graph error or a bare status, a reset
 // after the request was read, a hang, a stall before anything was sent, for
 // one recipient and for the Nth matching request. Every message request is
-// recorded with its instant (Requests), and signed status webhooks can be
+// counted (Count, Accepted) and the latest are recorded with their
+// instants (Requests; memory stays bounded in a run of millions), and signed status webhooks can be
 // posted to a handler. Recipients are phone numbers ("to") or
 // business-scoped user IDs ("recipient"); each message type's content is
 // checked with the fake's own reading of Meta's reference. The media
@@ -99,7 +100,8 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 
 // WithTier refuses templates to more than limit unique recipients per
 // rolling 24 h (all numbers together), with code (0 means 131064). The fake
-// counts by scanning its recipients: keep tiers in tests small.
+// counts by scanning its recipients: keep tiers in tests small. Without a
+// tier the fake keeps no per-recipient record of templates.
 func WithTier(limit int, code errcodes.Code) Option {
 	return func(s *Server) {
 		s.tierLimit = limit
@@ -119,9 +121,15 @@ const DefaultBodies = 10_000
 // request; 0: of none). Default DefaultBodies.
 func WithBodies(n int) Option { return func(s *Server) { s.bodies = n } }
 
+// DefaultHistory is about how many of the latest requests Requests keeps
+// unless WithHistory says otherwise (at least half of it, at most all of
+// it): about 30 MB, so that a long run (a million messages) does not keep
+// every request in memory.
+const DefaultHistory = 100_000
+
 // WithHistory keeps only about the latest n requests in Requests (at least
-// n/2, at most n; n <= 0: every request, the default). Count and Accepted
-// still count every request.
+// n/2, at most n; n <= 0: every request). Default DefaultHistory. Count
+// and Accepted still count every request.
 func WithHistory(n int) Option {
 	return func(s *Server) {
 		s.history = n
@@ -215,15 +223,16 @@ type Server struct {
 	window    time.Duration
 
 	mu       sync.Mutex // protects the fields below
-	pairs    map[string]*pairState
+	pairs    pairTable
 	recent   map[string][]time.Time // per number: accepted instants of the last seconds, sorted
-	tier     map[string]time.Time   // recipient -> latest template
+	tier     map[string]time.Time   // recipient -> latest template (only with WithTier)
+	tierKept int                    // len(tier) after its last sweep
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
 	accepted int                   // requests accepted since the start
 	refused  map[errcodes.Code]int // requests answered with each code since the start
-	history  int                   // WithHistory (0: every request)
+	history  int                   // WithHistory (<= 0: every request)
 	bodies   int                   // WithBodies (< 0: every body)
 	observe  func(Request)         // WithRequestObserver
 	seq      int
@@ -244,9 +253,55 @@ type scripted struct {
 	seen int // matching requests that passed so far
 }
 
+// pairState is the pair rule's record of one (number, recipient) pair:
+// the instant its debt runs out (due), and the burst it is in.
 type pairState struct {
 	due, burstStart time.Time
 	burstLen        int
+}
+
+// pairTable holds the pair states that can still change an answer.
+//
+// A pair is judged at an instant t only by whether t is before its due
+// (a pair at or after its due opens a new burst, exactly as a pair never
+// seen). So a state whose due is forgetAfter or more before the latest
+// instant judged is dropped: every arrival stamped after latest -
+// forgetAfter finds it past its due, and a new pair is answered the same.
+// Only an arrival stamped more than forgetAfter before one already judged
+// (possible with WithArrival alone) could have found the pair still
+// owing; the throughput rule keeps the same horizon. The table is swept
+// whenever it has doubled since the last sweep (and holds at least
+// pairSweepMin states), so a sweep costs O(1) per send, amortised, and
+// the table holds at most about twice the pairs that owe: at 1,000 msg/s
+// to distinct recipients, about 8,000 states (one is about 120 bytes)
+// whatever the length of the run.
+type pairTable struct {
+	m      map[string]*pairState
+	latest time.Time // the latest instant judged
+	kept   int       // len(m) after the last sweep
+}
+
+// forgetAfter is how long past its due a pair's state, or past its 24 h
+// a tier entry, is kept (see pairTable).
+const forgetAfter = 2 * time.Second
+
+// pairSweepMin is the size below which the pair and tier tables are not
+// swept.
+const pairSweepMin = 1024
+
+// sweep drops the states that can no longer change an answer, once the
+// table has doubled since the last sweep.
+func (pt *pairTable) sweep() {
+	if len(pt.m) < max(2*pt.kept, pairSweepMin) {
+		return
+	}
+	cut := pt.latest.Add(-forgetAfter)
+	for k, p := range pt.m {
+		if !p.due.After(cut) {
+			delete(pt.m, k)
+		}
+	}
+	pt.kept = len(pt.m)
 }
 
 // TB is the part of testing.TB the server uses; *testing.T, *testing.B and
@@ -262,7 +317,8 @@ func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
 		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
-		pairs: map[string]*pairState{}, recent: map[string][]time.Time{}, bodies: DefaultBodies,
+		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]time.Time{},
+		bodies: DefaultBodies, history: DefaultHistory,
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
 	}
 	for _, o := range opts {
@@ -339,8 +395,9 @@ func (s *Server) Maintenance(phoneNumberID string, until time.Time) {
 	s.maint[phoneNumberID] = until
 }
 
-// Requests returns the requests received so far, in order: every one,
-// or the latest WithHistory ones. Only the latest WithBodies of them
+// Requests returns the latest requests received, in order: about the
+// latest DefaultHistory, or as WithHistory says (every one with
+// WithHistory(0)). Only the latest WithBodies of them
 // (DefaultBodies unless set) keep their Body; older ones have a nil Body.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -605,25 +662,47 @@ func (s *Server) accept(req *Request, now time.Time) {
 	recent := s.recent[req.PhoneNumberID]
 	i, _ := slices.BinarySearchFunc(recent, now, time.Time.Compare)
 	s.recent[req.PhoneNumberID] = slices.Insert(recent, i, now)
-	if req.Type == "template" {
+	if req.Type == "template" && s.tierLimit > 0 {
 		s.tier[req.To] = now
+		s.sweepTier(now)
 	}
 	s.seq++
 	req.Accepted, req.Status = true, http.StatusOK
 	req.MessageID = "wamid.TEST" + strconv.Itoa(s.seq)
 }
 
-// pairOK applies the pair rule at now; with commit it also records the send.
-func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
-	key := from + ">" + to
-	p, ok := s.pairs[key]
-	if !ok {
-		p = &pairState{}
-		s.pairs[key] = p
+// sweepTier drops the tier entries older than 24 h (and forgetAfter),
+// which tierOK no longer counts, once the table has doubled since its last
+// sweep. Called with s.mu held.
+func (s *Server) sweepTier(now time.Time) {
+	if len(s.tier) < max(2*s.tierKept, pairSweepMin) {
+		return
 	}
+	cut := now.Add(-24*time.Hour - forgetAfter)
+	for r, at := range s.tier {
+		if !at.After(cut) {
+			delete(s.tier, r)
+		}
+	}
+	s.tierKept = len(s.tier)
+}
+
+// pairOK applies the pair rule at now; with commit it also records the
+// send. Called with s.mu held.
+func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
+	if now.After(s.pairs.latest) {
+		s.pairs.latest = now
+	}
+	key := from + ">" + to
+	p, ok := s.pairs.m[key]
 	switch {
 	case !ok || !now.Before(p.due):
 		if commit {
+			if !ok {
+				s.pairs.sweep()
+				p = &pairState{}
+				s.pairs.m[key] = p
+			}
 			*p = pairState{due: now.Add(s.interval), burstStart: now, burstLen: 1}
 		}
 		return true
