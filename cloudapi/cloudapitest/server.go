@@ -55,6 +55,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/errcodes"
@@ -570,12 +571,12 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	case rcpt != "" && to == "":
 		// A business-scoped user ID goes in "recipient" (Meta,
 		// "Business-scoped user IDs"); when "to" is set too, it wins.
-		if !bsuidRE.MatchString(rcpt) {
+		if !matchBSUID(rcpt) {
 			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
 			return w, nil
 		}
 		req.To = rcpt
-	case bsuidRE.MatchString(to):
+	case matchBSUID(to):
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "A business-scoped user ID goes in recipient, not to")
 		return w, nil
 	default:
@@ -642,15 +643,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	s.accept(&req, now)
 	s.record(req)
-	resp := map[string]any{
-		"messaging_product": "whatsapp",
-		"contacts":          []map[string]string{contact(to, req.To)},
-	}
-	mm := map[string]string{"id": req.MessageID}
+	resp := success{Contacts: []successContact{contact(to, req.To)}, Messages: []successMessage{{ID: req.MessageID}}, MessagingProduct: "whatsapp"}
 	if req.Type == "template" {
-		mm["message_status"] = s.messageStatus(msg)
+		resp.Messages[0].MessageStatus = s.messageStatus(msg)
 	}
-	resp["messages"] = []map[string]string{mm}
 	_ = json.NewEncoder(w).Encode(resp)
 	return w, nil
 }
@@ -810,19 +806,50 @@ func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, de
 	writeGraphError(w, status, code, details)
 }
 
+// str returns the JSON string raw holds ("" if it holds another value).
+// raw comes from a body already checked to be valid JSON: a string
+// without escapes in valid UTF-8 is its own bytes.
 func str(raw json.RawMessage) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw[1:n-1]) {
+		return string(raw[1 : n-1])
+	}
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
 }
 
+// success is the body of an accepted message (fields in the order a map
+// would print them).
+type success struct {
+	Contacts         []successContact `json:"contacts"`
+	Messages         []successMessage `json:"messages"`
+	MessagingProduct string           `json:"messaging_product"`
+}
+
+type successContact struct {
+	Input  string `json:"input"`
+	UserID string `json:"user_id,omitempty"`
+	WaID   string `json:"wa_id,omitempty"`
+}
+
+type successMessage struct {
+	ID            string `json:"id"`
+	MessageStatus string `json:"message_status,omitempty"`
+}
+
 // contact is the contacts[] entry of a success: wa_id for a phone number
 // (the "to" given), user_id for a business-scoped user ID.
-func contact(to, key string) map[string]string {
+func contact(to, key string) successContact {
 	if to == "" {
-		return map[string]string{"input": key, "user_id": key}
+		return successContact{Input: key, UserID: key}
 	}
-	return map[string]string{"input": to, "wa_id": key}
+	return successContact{Input: to, WaID: key}
+}
+
+// matchBSUID reports whether s is a business-scoped user ID (bsuidRE),
+// without running the expression on a phone number.
+func matchBSUID(s string) bool {
+	return len(s) > 3 && s[2] == '.' && bsuidRE.MatchString(s)
 }
 
 // bsuidRE is the fake's reading of a business-scoped user ID: an ISO 3166
@@ -833,7 +860,7 @@ var bsuidRE = regexp.MustCompile(`^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$`)
 // recipientKey is how the fake keys a recipient: a BSUID as is, a phone
 // number by its digits.
 func recipientKey(s string) string {
-	if bsuidRE.MatchString(s) {
+	if matchBSUID(s) {
 		return s
 	}
 	return digits(s)
