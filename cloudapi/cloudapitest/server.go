@@ -507,7 +507,13 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	var body []byte
+	var err error
+	if hb, ok := r.Body.(heldBody); ok {
+		body = hb.b // read whole by the in-memory transport
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A request arrives when its body has: Meta cannot act on a message
@@ -896,6 +902,15 @@ func (s *Server) stall(r *http.Request) bool {
 	return false
 }
 
+// heldBody is a request body the in-memory transport has read whole: the
+// server takes its bytes as they are.
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (heldBody) Close() error { return nil }
+
 // transport calls the server in memory.
 type transport struct{ s *Server }
 
@@ -913,19 +928,24 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("cloudapitest: no connection: %w", context.Cause(r.Context()))
 	}
 	var body []byte
-	var err error
 	if r.Body != nil {
-		body, err = io.ReadAll(r.Body)
+		// Sized from the declared length, so that the body is read into
+		// one buffer.
+		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
+		_, err := buf.ReadFrom(r.Body)
 		r.Body.Close()
-	}
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		body = buf.Bytes()
 	}
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
+	// A shallow copy: the server reads the request's header and URL and
+	// changes neither.
+	r2 := r.WithContext(r.Context())
+	r2.Body = heldBody{bytes.NewReader(body), body}
 	rec, fail := t.s.handle(r2)
 	if fail != nil && fail.Reset {
 		return nil, ErrReset
