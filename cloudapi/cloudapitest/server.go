@@ -930,8 +930,9 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	var body []byte
 	if r.Body != nil {
 		// Sized from the declared length, so that the body is read into
-		// one buffer.
-		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
+		// one buffer (ReadFrom grows a buffer with less than
+		// bytes.MinRead free).
+		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
 		_, err := buf.ReadFrom(r.Body)
 		r.Body.Close()
 		if err != nil {
