@@ -23,8 +23,8 @@
 // after the request was read, a hang, a stall before anything was sent, for
 // one recipient and for the Nth matching request. Every message request is
 // counted (Count, Accepted) and the latest are recorded with their
-// instants (Requests; memory stays bounded in a run of millions), and signed status webhooks can be
-// posted to a handler. Recipients are phone numbers ("to") or
+// instants (Requests), so that memory stays bounded in a run of millions;
+// signed status webhooks can be posted to a handler. Recipients are phone numbers ("to") or
 // business-scoped user IDs ("recipient"); each message type's content is
 // checked with the fake's own reading of Meta's reference. The media
 // endpoints (upload, URL, download from MediaHost) are served too.
