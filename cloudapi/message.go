@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,42 +204,89 @@ func (m Message) countsTowardTier() bool {
 // phone number goes in "to", a business-scoped user ID in "recipient"
 // (Meta, "Business-scoped user IDs").
 func (m Message) encodeFor(to phone.Recipient, callbackData string, marketing bool) ([]byte, error) {
-	var (
-		b   []byte
-		err error
-	)
 	if m.kind == KindRead {
-		b, err = json.Marshal(m.payload)
-	} else {
-		req := map[string]any{
-			"messaging_product": "whatsapp",
-			"recipient_type":    "individual",
-			"type":              string(m.kind),
-			string(m.kind):      m.payload,
+		b, err := json.Marshal(m.payload)
+		if err != nil {
+			return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
 		}
-		if to.IsBSUID() {
-			req["recipient"] = to.String()
-		} else {
-			req["to"] = to.String()
-		}
-		if m.ReplyTo != "" {
-			req["context"] = map[string]string{"message_id": m.ReplyTo}
-		}
-		if callbackData != "" && m.kind != KindReaction {
-			req["biz_opaque_callback_data"] = callbackData
-		}
-		if marketing && m.ProductPolicy != "" {
-			req["product_policy"] = string(m.ProductPolicy)
-		}
-		if marketing && m.ActivitySharing != nil {
-			req["message_activity_sharing"] = *m.ActivitySharing
-		}
-		b, err = json.Marshal(req)
+		return b, nil
 	}
+	payload, err := json.Marshal(m.payload)
 	if err != nil {
 		return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return b, nil
+	// The object's members, printed in the order json.Marshal prints a
+	// map's (by key), as this body was first built: the same bytes, without
+	// the map and the reflection.
+	var fs [10]bodyField
+	n := 0
+	add := func(key string, str string, raw []byte) {
+		fs[n] = bodyField{key: key, str: str, raw: raw}
+		n++
+	}
+	add("messaging_product", "whatsapp", nil)
+	add("recipient_type", "individual", nil)
+	add("type", string(m.kind), nil)
+	add(string(m.kind), "", payload)
+	if to.IsBSUID() {
+		add("recipient", to.String(), nil)
+	} else {
+		add("to", to.String(), nil)
+	}
+	if m.ReplyTo != "" {
+		add("context", "", appendJSONString([]byte(`{"message_id":`), m.ReplyTo))
+		fs[n-1].raw = append(fs[n-1].raw, '}')
+	}
+	if callbackData != "" && m.kind != KindReaction {
+		add("biz_opaque_callback_data", callbackData, nil)
+	}
+	if marketing && m.ProductPolicy != "" {
+		add("product_policy", string(m.ProductPolicy), nil)
+	}
+	if marketing && m.ActivitySharing != nil {
+		add("message_activity_sharing", "", strconv.AppendBool(nil, *m.ActivitySharing))
+	}
+	slices.SortFunc(fs[:n], func(a, b bodyField) int { return strings.Compare(a.key, b.key) })
+	size := 2 + len(payload)
+	for _, f := range fs[:n] {
+		size += len(f.key) + len(f.str) + len(f.raw) + 6
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, f := range fs[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, f.key)
+		b = append(b, ':')
+		if f.raw != nil {
+			b = append(b, f.raw...)
+		} else {
+			b = appendJSONString(b, f.str)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// bodyField is one member of a request body: a string, or raw JSON.
+type bodyField struct {
+	key, str string
+	raw      []byte
+}
+
+// appendJSONString appends s as json.Marshal prints a string: as it is
+// when it holds only printable ASCII that needs no escape (json.Marshal
+// also escapes <, > and &), else through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }

@@ -39,7 +39,8 @@ func TestBoundedHistory(t *testing.T) {
 			t.Errorf("counts: accepted %d, 131056 %d, observed %d", srv.Accepted(), srv.Count(errcodes.PairRateLimit), seen)
 		}
 	})
-	// By default every request is kept, and the latest DefaultBodies bodies.
+	// By default the latest requests are kept (TestDefaultHistoryIsBounded),
+	// and the latest DefaultBodies bodies.
 	srv := cloudapitest.NewServer(t)
 	post(t, srv.Client(), cloudapitest.BaseURL, "1234567", "+15550000001", "text")
 	if r := srv.Requests(); len(r) != 1 || r[0].Body == nil {

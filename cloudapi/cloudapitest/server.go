@@ -22,8 +22,9 @@
 // (FailNext, Script, Maintenance): a Graph error or a bare status, a reset
 // after the request was read, a hang, a stall before anything was sent, for
 // one recipient and for the Nth matching request. Every message request is
-// recorded with its instant (Requests), and signed status webhooks can be
-// posted to a handler. Recipients are phone numbers ("to") or
+// counted (Count, Accepted) and the latest are recorded with their
+// instants (Requests), so that memory stays bounded in a run of millions;
+// signed status webhooks can be posted to a handler. Recipients are phone numbers ("to") or
 // business-scoped user IDs ("recipient"); each message type's content is
 // checked with the fake's own reading of Meta's reference. The media
 // endpoints (upload, URL, download from MediaHost) are served too.
@@ -54,6 +55,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/errcodes"
@@ -99,7 +101,8 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 
 // WithTier refuses templates to more than limit unique recipients per
 // rolling 24 h (all numbers together), with code (0 means 131064). The fake
-// counts by scanning its recipients: keep tiers in tests small.
+// counts by scanning its recipients: keep tiers in tests small. Without a
+// tier the fake keeps no per-recipient record of templates.
 func WithTier(limit int, code errcodes.Code) Option {
 	return func(s *Server) {
 		s.tierLimit = limit
@@ -119,9 +122,15 @@ const DefaultBodies = 10_000
 // request; 0: of none). Default DefaultBodies.
 func WithBodies(n int) Option { return func(s *Server) { s.bodies = n } }
 
+// DefaultHistory is about how many of the latest requests Requests keeps
+// unless WithHistory says otherwise (at least half of it, at most all of
+// it): about 30 MB, so that a long run (a million messages) does not keep
+// every request in memory.
+const DefaultHistory = 100_000
+
 // WithHistory keeps only about the latest n requests in Requests (at least
-// n/2, at most n; n <= 0: every request, the default). Count and Accepted
-// still count every request.
+// n/2, at most n; n <= 0: every request). Default DefaultHistory. Count
+// and Accepted still count every request.
 func WithHistory(n int) Option {
 	return func(s *Server) {
 		s.history = n
@@ -215,15 +224,16 @@ type Server struct {
 	window    time.Duration
 
 	mu       sync.Mutex // protects the fields below
-	pairs    map[string]*pairState
+	pairs    pairTable
 	recent   map[string][]time.Time // per number: accepted instants of the last seconds, sorted
-	tier     map[string]time.Time   // recipient -> latest template
+	tier     map[string]time.Time   // recipient -> latest template (only with WithTier)
+	tierKept int                    // len(tier) after its last sweep
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
 	accepted int                   // requests accepted since the start
 	refused  map[errcodes.Code]int // requests answered with each code since the start
-	history  int                   // WithHistory (0: every request)
+	history  int                   // WithHistory (<= 0: every request)
 	bodies   int                   // WithBodies (< 0: every body)
 	observe  func(Request)         // WithRequestObserver
 	seq      int
@@ -244,9 +254,55 @@ type scripted struct {
 	seen int // matching requests that passed so far
 }
 
+// pairState is the pair rule's record of one (number, recipient) pair:
+// the instant its debt runs out (due), and the burst it is in.
 type pairState struct {
 	due, burstStart time.Time
 	burstLen        int
+}
+
+// pairTable holds the pair states that can still change an answer.
+//
+// A pair is judged at an instant t only by whether t is before its due
+// (a pair at or after its due opens a new burst, exactly as a pair never
+// seen). So a state whose due is forgetAfter or more before the latest
+// instant judged is dropped: every arrival stamped after latest -
+// forgetAfter finds it past its due, and a new pair is answered the same.
+// Only an arrival stamped more than forgetAfter before one already judged
+// (possible with WithArrival alone) could have found the pair still
+// owing; the throughput rule keeps the same horizon. The table is swept
+// whenever it has doubled since the last sweep (and holds at least
+// pairSweepMin states), so a sweep costs O(1) per send, amortised, and
+// the table holds at most about twice the pairs that owe: at 1,000 msg/s
+// to distinct recipients, about 8,000 states (one is about 120 bytes)
+// whatever the length of the run.
+type pairTable struct {
+	m      map[string]*pairState
+	latest time.Time // the latest instant judged
+	kept   int       // len(m) after the last sweep
+}
+
+// forgetAfter is how long past its due a pair's state, or past its 24 h
+// a tier entry, is kept (see pairTable).
+const forgetAfter = 2 * time.Second
+
+// pairSweepMin is the size below which the pair and tier tables are not
+// swept.
+const pairSweepMin = 1024
+
+// sweep drops the states that can no longer change an answer, once the
+// table has doubled since the last sweep.
+func (pt *pairTable) sweep() {
+	if len(pt.m) < max(2*pt.kept, pairSweepMin) {
+		return
+	}
+	cut := pt.latest.Add(-forgetAfter)
+	for k, p := range pt.m {
+		if !p.due.After(cut) {
+			delete(pt.m, k)
+		}
+	}
+	pt.kept = len(pt.m)
 }
 
 // TB is the part of testing.TB the server uses; *testing.T, *testing.B and
@@ -262,7 +318,8 @@ func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
 		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
-		pairs: map[string]*pairState{}, recent: map[string][]time.Time{}, bodies: DefaultBodies,
+		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]time.Time{},
+		bodies: DefaultBodies, history: DefaultHistory,
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
 	}
 	for _, o := range opts {
@@ -339,8 +396,9 @@ func (s *Server) Maintenance(phoneNumberID string, until time.Time) {
 	s.maint[phoneNumberID] = until
 }
 
-// Requests returns the requests received so far, in order: every one,
-// or the latest WithHistory ones. Only the latest WithBodies of them
+// Requests returns the latest requests received, in order: about the
+// latest DefaultHistory, or as WithHistory says (every one with
+// WithHistory(0)). Only the latest WithBodies of them
 // (DefaultBodies unless set) keep their Body; older ones have a nil Body.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -449,7 +507,13 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	var body []byte
+	var err error
+	if hb, ok := r.Body.(heldBody); ok {
+		body = hb.b // read whole by the in-memory transport
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A request arrives when its body has: Meta cannot act on a message
@@ -513,12 +577,12 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	case rcpt != "" && to == "":
 		// A business-scoped user ID goes in "recipient" (Meta,
 		// "Business-scoped user IDs"); when "to" is set too, it wins.
-		if !bsuidRE.MatchString(rcpt) {
+		if !matchBSUID(rcpt) {
 			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
 			return w, nil
 		}
 		req.To = rcpt
-	case bsuidRE.MatchString(to):
+	case matchBSUID(to):
 		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "A business-scoped user ID goes in recipient, not to")
 		return w, nil
 	default:
@@ -585,15 +649,10 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	s.accept(&req, now)
 	s.record(req)
-	resp := map[string]any{
-		"messaging_product": "whatsapp",
-		"contacts":          []map[string]string{contact(to, req.To)},
-	}
-	mm := map[string]string{"id": req.MessageID}
+	resp := success{Contacts: []successContact{contact(to, req.To)}, Messages: []successMessage{{ID: req.MessageID}}, MessagingProduct: "whatsapp"}
 	if req.Type == "template" {
-		mm["message_status"] = s.messageStatus(msg)
+		resp.Messages[0].MessageStatus = s.messageStatus(msg)
 	}
-	resp["messages"] = []map[string]string{mm}
 	_ = json.NewEncoder(w).Encode(resp)
 	return w, nil
 }
@@ -605,25 +664,47 @@ func (s *Server) accept(req *Request, now time.Time) {
 	recent := s.recent[req.PhoneNumberID]
 	i, _ := slices.BinarySearchFunc(recent, now, time.Time.Compare)
 	s.recent[req.PhoneNumberID] = slices.Insert(recent, i, now)
-	if req.Type == "template" {
+	if req.Type == "template" && s.tierLimit > 0 {
 		s.tier[req.To] = now
+		s.sweepTier(now)
 	}
 	s.seq++
 	req.Accepted, req.Status = true, http.StatusOK
 	req.MessageID = "wamid.TEST" + strconv.Itoa(s.seq)
 }
 
-// pairOK applies the pair rule at now; with commit it also records the send.
-func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
-	key := from + ">" + to
-	p, ok := s.pairs[key]
-	if !ok {
-		p = &pairState{}
-		s.pairs[key] = p
+// sweepTier drops the tier entries older than 24 h (and forgetAfter),
+// which tierOK no longer counts, once the table has doubled since its last
+// sweep. Called with s.mu held.
+func (s *Server) sweepTier(now time.Time) {
+	if len(s.tier) < max(2*s.tierKept, pairSweepMin) {
+		return
 	}
+	cut := now.Add(-24*time.Hour - forgetAfter)
+	for r, at := range s.tier {
+		if !at.After(cut) {
+			delete(s.tier, r)
+		}
+	}
+	s.tierKept = len(s.tier)
+}
+
+// pairOK applies the pair rule at now; with commit it also records the
+// send. Called with s.mu held.
+func (s *Server) pairOK(from, to string, now time.Time, commit bool) bool {
+	if now.After(s.pairs.latest) {
+		s.pairs.latest = now
+	}
+	key := from + ">" + to
+	p, ok := s.pairs.m[key]
 	switch {
 	case !ok || !now.Before(p.due):
 		if commit {
+			if !ok {
+				s.pairs.sweep()
+				p = &pairState{}
+				s.pairs.m[key] = p
+			}
 			*p = pairState{due: now.Add(s.interval), burstStart: now, burstLen: 1}
 		}
 		return true
@@ -731,19 +812,50 @@ func writeError(w *httptest.ResponseRecorder, status int, code errcodes.Code, de
 	writeGraphError(w, status, code, details)
 }
 
+// str returns the JSON string raw holds ("" if it holds another value).
+// raw comes from a body already checked to be valid JSON: a string
+// without escapes in valid UTF-8 is its own bytes.
 func str(raw json.RawMessage) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw[1:n-1]) {
+		return string(raw[1 : n-1])
+	}
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
 }
 
+// success is the body of an accepted message (fields in the order a map
+// would print them).
+type success struct {
+	Contacts         []successContact `json:"contacts"`
+	Messages         []successMessage `json:"messages"`
+	MessagingProduct string           `json:"messaging_product"`
+}
+
+type successContact struct {
+	Input  string `json:"input"`
+	UserID string `json:"user_id,omitempty"`
+	WaID   string `json:"wa_id,omitempty"`
+}
+
+type successMessage struct {
+	ID            string `json:"id"`
+	MessageStatus string `json:"message_status,omitempty"`
+}
+
 // contact is the contacts[] entry of a success: wa_id for a phone number
 // (the "to" given), user_id for a business-scoped user ID.
-func contact(to, key string) map[string]string {
+func contact(to, key string) successContact {
 	if to == "" {
-		return map[string]string{"input": key, "user_id": key}
+		return successContact{Input: key, UserID: key}
 	}
-	return map[string]string{"input": to, "wa_id": key}
+	return successContact{Input: to, WaID: key}
+}
+
+// matchBSUID reports whether s is a business-scoped user ID (bsuidRE),
+// without running the expression on a phone number.
+func matchBSUID(s string) bool {
+	return len(s) > 3 && s[2] == '.' && bsuidRE.MatchString(s)
 }
 
 // bsuidRE is the fake's reading of a business-scoped user ID: an ISO 3166
@@ -754,7 +866,7 @@ var bsuidRE = regexp.MustCompile(`^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$`)
 // recipientKey is how the fake keys a recipient: a BSUID as is, a phone
 // number by its digits.
 func recipientKey(s string) string {
-	if bsuidRE.MatchString(s) {
+	if matchBSUID(s) {
 		return s
 	}
 	return digits(s)
@@ -790,6 +902,15 @@ func (s *Server) stall(r *http.Request) bool {
 	return false
 }
 
+// heldBody is a request body the in-memory transport has read whole: the
+// server takes its bytes as they are.
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (heldBody) Close() error { return nil }
+
 // transport calls the server in memory.
 type transport struct{ s *Server }
 
@@ -807,19 +928,25 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("cloudapitest: no connection: %w", context.Cause(r.Context()))
 	}
 	var body []byte
-	var err error
 	if r.Body != nil {
-		body, err = io.ReadAll(r.Body)
+		// Sized from the declared length, so that the body is read into
+		// one buffer (ReadFrom grows a buffer with less than
+		// bytes.MinRead free).
+		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+		_, err := buf.ReadFrom(r.Body)
 		r.Body.Close()
-	}
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		body = buf.Bytes()
 	}
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
+	// A shallow copy: the server reads the request's header and URL and
+	// changes neither.
+	r2 := r.WithContext(r.Context())
+	r2.Body = heldBody{bytes.NewReader(body), body}
 	rec, fail := t.s.handle(r2)
 	if fail != nil && fail.Reset {
 		return nil, ErrReset

@@ -49,23 +49,38 @@ type Config struct {
 // Workload is the list a sender is given: campaign entries (with
 // duplicates) and the bot users.
 type Workload struct {
-	List []string // as the customer's CRM exports it
-	Bots []string
-	cfg  Config
+	// order lists the entries as the customer's CRM exports them, each
+	// as 2 x the recipient's index + 1 for the second spelling: 4 bytes
+	// an entry instead of a string, and At spells it out.
+	order []uint32
+	Bots  []string
+	cfg   Config
+}
+
+// Len is the number of entries in the list.
+func (w Workload) Len() int { return len(w.order) }
+
+// At returns the list's ith entry, as the CRM spells it.
+func (w Workload) At(i int) string {
+	v := w.order[i]
+	d := fmt.Sprintf("%08d", 10_000_000+int(v/2)*37%89_999_999)
+	if v%2 == 1 {
+		return "2376" + d // the same person, another spelling
+	}
+	return "+237 6" + d[:2] + " " + d[2:4] + " " + d[4:6] + " " + d[6:8]
 }
 
 // NewWorkload builds the workload deterministically from cfg.Seed.
 func NewWorkload(cfg Config) Workload {
 	r := rand.New(rand.NewPCG(cfg.Seed, 99))
-	w := Workload{cfg: cfg}
+	w := Workload{cfg: cfg, order: make([]uint32, 0, cfg.Recipients+int(float64(cfg.Recipients)*cfg.Dups*1.1)+16)}
 	for i := range cfg.Recipients {
-		d := fmt.Sprintf("%08d", 10_000_000+i*37%89_999_999)
-		w.List = append(w.List, "+237 6"+d[:2]+" "+d[2:4]+" "+d[4:6]+" "+d[6:8])
+		w.order = append(w.order, uint32(2*i))
 		if r.Float64() < cfg.Dups {
-			w.List = append(w.List, "2376"+d) // the same person, another spelling
+			w.order = append(w.order, uint32(2*i+1))
 		}
 	}
-	r.Shuffle(len(w.List), func(i, j int) { w.List[i], w.List[j] = w.List[j], w.List[i] })
+	r.Shuffle(len(w.order), func(i, j int) { w.order[i], w.order[j] = w.order[j], w.order[i] })
 	for i := range cfg.Bots {
 		w.Bots = append(w.Bots, fmt.Sprintf("+44 7700 9%05d", i))
 	}
@@ -168,10 +183,10 @@ func RunWapace(w Workload) (Report, error) {
 	wall := time.Now()
 	// Enqueue the list in batches of enqueueBatch, one transaction each:
 	// queue or reject, nothing sent yet.
-	for start := 0; start < len(w.List); start += enqueueBatch {
-		part := w.List[start:min(start+enqueueBatch, len(w.List))]
-		msgs := make([]cloudapi.Message, len(part))
-		for i, to := range part {
+	for start := 0; start < w.Len(); start += enqueueBatch {
+		msgs := make([]cloudapi.Message, min(enqueueBatch, w.Len()-start))
+		for i := range msgs {
+			to := w.At(start + i)
 			n, err := pairlimit.NormalizeRecipient(to)
 			if err != nil {
 				return rep, err
@@ -254,7 +269,9 @@ func RunWapace(w Workload) (Report, error) {
 func RunNaive(w Workload) (Report, error) {
 	cfg := w.cfg
 	clk := simclock.New(simStart)
-	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(cfg.MPS))
+	t := &tally{perTo: map[string]int{}}
+	meta := cloudapitest.NewServer(nil, cloudapitest.WithClock(clk), cloudapitest.WithThroughput(cfg.MPS),
+		cloudapitest.WithHistory(1000), cloudapitest.WithRequestObserver(t.add))
 	defer meta.Close()
 	hc := meta.Client()
 	lim := rate.NewLimiter(rate.Limit(cfg.MPS), cfg.MPS) // burst = rate: the usual setting
@@ -284,17 +301,17 @@ func RunNaive(w Workload) (Report, error) {
 		mu.Unlock()
 		return false
 	}
-	queue := make(chan string, len(w.List))
-	for _, to := range w.List {
-		queue <- to
+	queue := make(chan int, w.Len())
+	for i := range w.Len() {
+		queue <- i
 	}
 	close(queue)
 	wall := time.Now()
 	clk.Run(func() {
 		for range cfg.Workers {
 			clk.Go(func() {
-				for to := range queue {
-					send(to, "template")
+				for i := range queue {
+					send(w.At(i), "template")
 				}
 			})
 		}
@@ -316,21 +333,18 @@ func RunNaive(w Workload) (Report, error) {
 		}
 	})
 	rep.Wall = time.Since(wall)
-	fillFromServer(&rep, meta, cfg.MPS)
+	fillFromTally(&rep, meta, t, cfg.MPS)
 	// Duplicates the naive sender delivered twice to one person.
-	per := map[string]int{}
-	for _, r := range meta.Requests() {
-		if r.Accepted && r.Type == "template" {
-			per[r.To]++
-		}
-	}
-	for _, n := range per {
+	for _, n := range t.perTo {
 		rep.DupsSent += n - 1
 	}
 	return rep, nil
 }
 
-// fillFromTally is fillFromServer from a tally kept as the fake answered.
+// fillFromTally reads the outcome off the tally kept as the fake answered
+// and the fake's counts. The makespan is the campaign's: until its last
+// template was accepted; the minimum is every message the number sent by
+// then (templates and bot replies) at its rate.
 func fillFromTally(rep *Report, meta *cloudapitest.Server, t *tally, mps int) {
 	rep.Accepted = t.accepted
 	rep.Makespan, rep.Within = t.lastTemplate.Sub(simStart), t.atLast
@@ -341,32 +355,6 @@ func fillFromTally(rep *Report, meta *cloudapitest.Server, t *tally, mps int) {
 
 // enqueueBatch is how many recipients one EnqueueMany stores.
 const enqueueBatch = 2000
-
-// fillFromServer reads the outcome off the fake. The makespan is the
-// campaign's: until its last template was accepted; the minimum is every
-// message the number sent by then (templates and bot replies) at its rate.
-func fillFromServer(rep *Report, meta *cloudapitest.Server, mps int) {
-	reqs := meta.Requests()
-	var last time.Time
-	for _, r := range reqs {
-		if r.Accepted {
-			rep.Accepted++
-			if r.Type == "template" && r.At.After(last) {
-				last = r.At
-			}
-		}
-	}
-	within := 0
-	for _, r := range reqs {
-		if r.Accepted && !r.At.After(last) {
-			within++
-		}
-	}
-	rep.Makespan, rep.Within = last.Sub(simStart), within
-	rep.Minimum = time.Duration(float64(within) / float64(mps) * float64(time.Second))
-	rep.PairRefusals = meta.Count(errcodes.PairRateLimit)
-	rep.NumRefusals = meta.Count(errcodes.ThroughputLimit)
-}
 
 // Print writes the reports side by side.
 func Print(out io.Writer, cfg Config, rs ...Report) {

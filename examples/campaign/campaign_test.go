@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -20,8 +21,8 @@ func TestCampaignSmall(t *testing.T) {
 	if err := Check(rep); err != nil {
 		t.Error(err)
 	}
-	if rep.Collapsed == 0 || rep.Accepted != len(w.List)-rep.Collapsed+cfg.Bots*cfg.Rounds*3 {
-		t.Errorf("accepted %d, collapsed %d, list %d", rep.Accepted, rep.Collapsed, len(w.List))
+	if rep.Collapsed == 0 || rep.Accepted != w.Len()-rep.Collapsed+cfg.Bots*cfg.Rounds*3 {
+		t.Errorf("accepted %d, collapsed %d, list %d", rep.Accepted, rep.Collapsed, w.Len())
 	}
 	naive, err := RunNaive(w)
 	if err != nil {
@@ -66,4 +67,26 @@ func BenchmarkCampaign(b *testing.B) {
 			b.ReportMetric(float64(rep.Wall.Milliseconds())/float64(rep.Accepted)*10_000, "wall-ms/10k-msgs")
 		})
 	}
+}
+
+// The workload is the same list as ever (pinned entries of seed 1), held
+// in a few bytes per entry: a million-recipient list is no longer a
+// million strings.
+func TestWorkloadIsCompact(t *testing.T) {
+	w := NewWorkload(Config{Recipients: 1000, Dups: 0.03, Seed: 1})
+	if w.Len() != 1033 || w.At(0) != "+237 610 03 31 89" || w.At(1) != "237610026159" ||
+		w.At(500) != "237610011359" || w.At(w.Len()-1) != "237610014504" {
+		t.Errorf("workload changed: %d entries, %q %q %q %q", w.Len(), w.At(0), w.At(1), w.At(500), w.At(w.Len()-1))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC() // twice: what sync.Pools kept through one GC goes too
+	runtime.ReadMemStats(&before)
+	w = NewWorkload(Config{Recipients: 200_000, Dups: 0.03, Seed: 1})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(w.Len()); per > 8 {
+		t.Errorf("the workload holds %.1f bytes per entry, want at most 8", per)
+	}
+	runtime.KeepAlive(w)
 }

@@ -26,9 +26,10 @@ type simWorld struct {
 // tally sums up the fake's answers as they come, so that the fake need
 // not keep every request of a long run.
 type tally struct {
-	accepted     int       // messages accepted
-	lastTemplate time.Time // the latest template accepted
-	atLast       int       // messages accepted up to and including it
+	accepted     int            // messages accepted
+	lastTemplate time.Time      // the latest template accepted
+	atLast       int            // messages accepted up to and including it
+	perTo        map[string]int // if not nil: templates accepted per recipient
 }
 
 func (t *tally) add(r cloudapitest.Request) {
@@ -38,6 +39,9 @@ func (t *tally) add(r cloudapitest.Request) {
 	t.accepted++
 	if r.Type == "template" {
 		t.lastTemplate, t.atLast = r.At, t.accepted
+		if t.perTo != nil {
+			t.perTo[r.To]++
+		}
 	}
 }
 
