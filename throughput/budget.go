@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/usage"
 )
@@ -49,7 +48,7 @@ type Budget struct {
 	mu           sync.Mutex // protects the fields below
 	refusals     int
 	heldUntil    int64 // every hold: usage and refusals
-	refusedUntil int64 // holds from Refused only
+	refusedUntil int64 // holds from Hold only
 }
 
 // NewBudget returns a Budget of callsPerHour ([BudgetDefault],
@@ -80,7 +79,7 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
 
 // HeldUntil returns the end of the current hold of management calls (from
-// Observe or Refused), or the zero Time if the budget was never held.
+// Observe or Hold), or the zero Time if the budget was never held.
 func (b *Budget) HeldUntil() time.Time {
 	b.init()
 	return unixOrZero(b.knownHold())
@@ -93,7 +92,7 @@ func (b *Budget) knownHold() int64 {
 	return b.heldUntil
 }
 
-// RefusedUntil returns the end of the current hold from [Budget.Refused]
+// RefusedUntil returns the end of the current hold from [Budget.Hold]
 // (Meta refused a call with 4, 613, 80007 or 80008), or the zero Time if
 // there was none. It is the only hold of the Budget that concerns message
 // sends: a sender holds its messages until then, and ignores HeldUntil.
@@ -179,22 +178,6 @@ func (b *Budget) Observe(t time.Time, entries []usage.Usage) time.Duration {
 		b.hold(t, d, false)
 	}
 	return d
-}
-
-// Refused records that Meta refused a call at t with code and holds the
-// budget for the wait errcodes gives the code, when its Hold is the app's
-// or the WABA's call budget (4, 613, 80007, 80008: 1 min, doubling with
-// each consecutive refusal up to an hour), as [Budget.Hold] does. Other
-// codes hold nothing and return 0.
-//
-// Deprecated: callers that classify Meta's answer call Hold with the wait
-// errcodes gives; Refused is that, for one code.
-func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
-	cl := errcodes.Lookup(code)
-	if cl.Hold != errcodes.HoldApp && cl.Hold != errcodes.HoldWABA {
-		return 0
-	}
-	return b.Hold(t, cl.Wait, cl.MaxWait)
 }
 
 // Hold records that Meta refused a call at t because the call budget is

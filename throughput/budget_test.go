@@ -111,10 +111,10 @@ func TestBudget(t *testing.T) {
 	b = throughput.NewBudget(0)
 	var holds []time.Duration
 	for _, c := range []errcodes.Code{errcodes.AppRateLimit, errcodes.WABARateLimit, errcodes.WABAManagementRateLimit} {
-		holds = append(holds, b.Refused(t0, c))
+		holds = append(holds, budgetRefused(b, t0, c))
 	}
 	b.Accepted(t0)
-	holds = append(holds, b.Refused(t0, errcodes.AppRateLimit), b.Refused(t0, errcodes.PairRateLimit))
+	holds = append(holds, budgetRefused(b, t0, errcodes.AppRateLimit), budgetRefused(b, t0, errcodes.PairRateLimit))
 	if diff := cmp.Diff([]time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, time.Minute, 0}, holds); diff != "" {
 		t.Errorf("holds (-want +got):\n%s", diff)
 	}
@@ -175,7 +175,7 @@ func TestBudgetRefusedUntil(t *testing.T) {
 	if !b.RefusedUntil().IsZero() || !b.HeldUntil().Equal(t0.Add(20*time.Minute)) {
 		t.Errorf("after a usage hold: RefusedUntil %v, HeldUntil %v", b.RefusedUntil(), b.HeldUntil())
 	}
-	if d := b.Refused(t0, errcodes.GraphRateLimit); d != time.Minute {
+	if d := budgetRefused(b, t0, errcodes.GraphRateLimit); d != time.Minute {
 		t.Errorf("Refused(613) = %v, want 1m", d)
 	}
 	if !b.RefusedUntil().Equal(t0.Add(time.Minute)) || !b.HeldUntil().Equal(t0.Add(20*time.Minute)) {

@@ -76,7 +76,7 @@ func TestPropertyConcurrentWindows(t *testing.T) {
 							mine = mine[:last] // not sent, given back or not
 						}
 					default:
-						lim.Refused(at, errcodes.Maintenance)
+						refused(lim, at, errcodes.Maintenance)
 					}
 				}
 				for _, r := range mine {

@@ -119,14 +119,14 @@ func TestZeroValuesAndExtremes(t *testing.T) {
 		t.Fatalf("zero Limiter: %v", r.Err())
 	}
 	r.CancelAt(t0)
-	lim.Refused(t0, errcodes.ThroughputLimit)
+	refused(&lim, t0, errcodes.ThroughputLimit)
 	lim.Accepted(t0)
 	_ = lim.HeldUntil()
 	var b throughput.Budget
 	if !b.AllowN(t0, 1) {
 		t.Error("zero Budget refused a call")
 	}
-	b.Refused(t0, errcodes.AppRateLimit)
+	budgetRefused(&b, t0, errcodes.AppRateLimit)
 	_ = b.HeldUntil()
 	var zr throughput.Reservation
 	zr.Cancel()
@@ -178,7 +178,7 @@ func TestLimitersSharingAStore(t *testing.T) {
 	if got := maxInWindow(at, time.Second); got > throughput.Coexistence {
 		t.Errorf("two limiters on one store admitted %d in a second", got)
 	}
-	a.Refused(t0, errcodes.Maintenance)
+	refused(a, t0, errcodes.Maintenance)
 	if b.AllowN(t0.Add(time.Second*4), 1) {
 		t.Error("the hold of one limiter does not hold the other")
 	}

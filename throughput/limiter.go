@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
@@ -437,28 +436,6 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 
 // Wait is shorthand for WaitN(ctx, 1).
 func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
-
-// Refused records that Meta refused a send from this number at t with
-// code, and returns the hold of the whole number from t. It reads the code
-// in errcodes, the one table of holds and waits: a code whose Hold is
-// [errcodes.HoldPhoneNumber] and that has a wait holds the number, as
-// [Limiter.Throttled] when Meta files it under throttling (130429), as
-// [Limiter.Hold] otherwise (131057, 2494100), with the code's
-// errcodes.Class Wait and MaxWait. Other codes hold nothing and return 0.
-//
-// Deprecated: callers that classify Meta's answer call Throttled or Hold
-// with the wait errcodes gives; Refused is that, for one code.
-func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
-	cl := errcodes.Lookup(code)
-	switch {
-	case cl.Hold != errcodes.HoldPhoneNumber || cl.Wait <= 0:
-		return 0
-	case cl.Throttling:
-		return l.Throttled(t, cl.Wait, cl.MaxWait)
-	default:
-		return l.Hold(t, cl.Wait, cl.MaxWait)
-	}
-}
 
 // Throttled records that Meta refused a send from this number at t because
 // its throughput was exceeded (130429), and returns the hold of the whole

@@ -18,7 +18,7 @@ func TestThrottleRefusalsTogetherAreOneEvent(t *testing.T) {
 	lim := throughput.New(throughput.Default)
 	var holds []time.Duration
 	for i := range 21 {
-		holds = append(holds, lim.Refused(t0.Add(time.Duration(i)*40*time.Millisecond), errcodes.ThroughputLimit))
+		holds = append(holds, refused(lim, t0.Add(time.Duration(i)*40*time.Millisecond), errcodes.ThroughputLimit))
 	}
 	if holds[0] != time.Second {
 		t.Fatalf("first hold %v, want 1s", holds[0])
@@ -57,20 +57,20 @@ func TestThrottleEventsThatKeepComingEscalate(t *testing.T) {
 	lim := throughput.New(throughput.Default, throughput.WithAdaptiveRate(false))
 	now := t0
 	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-		if h := lim.Refused(now, errcodes.ThroughputLimit); h != want {
+		if h := refused(lim, now, errcodes.ThroughputLimit); h != want {
 			t.Fatalf("hold %v, want %v", h, want)
 		}
-		if h := lim.Refused(now.Add(time.Millisecond), errcodes.ThroughputLimit); h != want-time.Millisecond {
+		if h := refused(lim, now.Add(time.Millisecond), errcodes.ThroughputLimit); h != want-time.Millisecond {
 			t.Fatalf("a refusal of the same event returned %v", h)
 		}
 		// Met at the hold's end: the same event, one interval.
-		if h := lim.Refused(now.Add(want), errcodes.ThroughputLimit); h <= 0 || h > 13*time.Millisecond {
+		if h := refused(lim, now.Add(want), errcodes.ThroughputLimit); h <= 0 || h > 13*time.Millisecond {
 			t.Fatalf("a refusal at the hold's end returned %v, want one interval", h)
 		}
 		now = now.Add(want + time.Second) // refusals that keep coming
 	}
 	lim.Accepted(now)
-	if h := lim.Refused(now, errcodes.ThroughputLimit); h != time.Second {
+	if h := refused(lim, now, errcodes.ThroughputLimit); h != time.Second {
 		t.Fatalf("after an acceptance the hold is %v, want 1s", h)
 	}
 }

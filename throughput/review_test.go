@@ -45,7 +45,7 @@ func TestAdaptiveRateOutOfOrderKeepsWindows(t *testing.T) {
 				mine[i].CancelAt(at)
 				mine = slices.Delete(mine, i, i+1)
 			case k < 19:
-				lim.Refused(at, errcodes.ThroughputLimit)
+				refused(lim, at, errcodes.ThroughputLimit)
 			default:
 				lim.Accepted(at)
 			}
@@ -66,7 +66,7 @@ func TestZeroValuesAndAbsurdFigures(t *testing.T) {
 	var l throughput.Limiter
 	l.Allow()
 	l.ReserveN(t0, 1).CancelAt(t0)
-	l.Refused(t0, errcodes.ThroughputLimit)
+	refused(&l, t0, errcodes.ThroughputLimit)
 	l.Accepted(t0)
 	_ = l.HeldUntil()
 	l.SetMPSAt(t0, math.MaxInt)
@@ -142,7 +142,7 @@ func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 // HeldUntil said one second.)
 func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "n"))
-	hold := lim.Refused(t0, errcodes.ThroughputLimit)
+	hold := refused(lim, t0, errcodes.ThroughputLimit)
 	if r := lim.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next send at +%v, during the %v hold (HeldUntil +%v)", r.TimeToAct().Sub(t0), hold, lim.HeldUntil().Sub(t0))
 	}
@@ -156,7 +156,7 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 // once while RefusedUntil said one minute.)
 func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
 	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "waba"))
-	hold := b.Refused(t0, errcodes.AppRateLimit)
+	hold := budgetRefused(b, t0, errcodes.AppRateLimit)
 	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))
 	}
