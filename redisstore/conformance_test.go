@@ -7,7 +7,7 @@ import (
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
@@ -20,7 +20,7 @@ func TestPairStoreConformance(t *testing.T) {
 
 func TestThroughputStoreConformance(t *testing.T) {
 	rdb := redistest.Client(t)
-	throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+	throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store {
 		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t))).Throughput()
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
@@ -27,7 +27,7 @@ func TestConformanceOnMiniredis(t *testing.T) {
 		})
 	})
 	t.Run("throughput", func(t *testing.T) {
-		throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+		throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store {
 			return redisstore.New(rdb, redisstore.WithPrefix(prefix())).Throughput()
 		})
 	})

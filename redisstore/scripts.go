@@ -323,7 +323,7 @@ else
 end
 `
 
-// bucketReserveLua is throughput.Store.Reserve. KEYS: the bucket, its
+// bucketReserveLua is throughputstore.Store.Reserve. KEYS: the bucket, its
 // epoch marker. ARGV: t (sec, ns), n, interval, burst, maxWait (-1: none),
 // keep (see bucketSave), the marker the caller knew, the instant a loss's
 // marker was written (an offset from t, "" for none), 0. A bucket Redis lost, asked
@@ -377,7 +377,7 @@ if note then return {1, bs, bn, act, top, prevTop, prevTat, mk} end
 return {1, bs, bn, act, top, prevTop, prevTat}
 `
 
-// bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// bucketCancelLua is throughputstore.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
 const bucketCancelLua = bucketLoad + `
 if not found then return 0 end
@@ -389,7 +389,7 @@ top = tonumber(ARGV[5])
 return 1
 `
 
-// bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
+// bucketHoldLua is throughputstore.Store.Hold. ARGV: until (sec, ns), keep.
 // Returns {bs, bn, hold}.
 const bucketHoldLua = bucketLoad + `
 hold = math.max(hold or t, t)
@@ -429,7 +429,7 @@ local function tierExpire(window, keep, tm)
 end
 `
 
-// tierClaimLua is throughput.Store.Claim. ARGV: t (sec, ns), to, limit,
+// tierClaimLua is throughputstore.Store.Claim. ARGV: t (sec, ns), to, limit,
 // window, keep, skew. Returns {ok, es, en, at or retryAt offset, new}.
 // Counts are dropped only once expired at the present: the earlier of t and
 // Redis's clock less skew, so that a claim at a future instant never drops
@@ -482,7 +482,7 @@ end
 return {0, es, en, string.format('%d', t + window), 0}
 `
 
-// tierReleaseLua is throughput.Store.Release. ARGV: to, at (sec, ns), new.
+// tierReleaseLua is throughputstore.Store.Release. ARGV: to, at (sec, ns), new.
 const tierReleaseLua = `
 if ARGV[4] ~= "1" then return 0 end
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
@@ -494,7 +494,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 return 1
 `
 
-// tierCountLua is throughput.Store.Count. ARGV: t (sec, ns), window.
+// tierCountLua is throughputstore.Store.Count. ARGV: t (sec, ns), window.
 const tierCountLua = `
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
 if not ep[1] then return 0 end

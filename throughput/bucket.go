@@ -52,7 +52,7 @@ type Reservation struct {
 	ok    bool
 	err   error
 	b     *memBucket
-	store Store
+	store throughputstore.Store
 	key   string
 	clock clock.Clock
 	tk    throughputstore.BucketTicket

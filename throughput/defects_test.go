@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Defect 4 of issue 10: goroutines asking at the current time, in whatever
@@ -76,7 +77,7 @@ func TestTierClaimRelease(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		var opts []throughput.Option
 		if shared {
-			opts = append(opts, throughput.WithStore(throughput.NewMemoryStore(nil), "portfolio"))
+			opts = append(opts, throughput.WithStore(throughputstore.NewMemoryStore(nil), "portfolio"))
 		}
 		tier := throughput.NewTier(1, opts...)
 		c := tier.Claim(t0, recipient(1))
@@ -164,7 +165,7 @@ func TestZeroValuesAndExtremes(t *testing.T) {
 // Limiters sharing a store are one number.
 func TestLimitersSharingAStore(t *testing.T) {
 	t.Parallel()
-	s := throughput.NewMemoryStore(nil)
+	s := throughputstore.NewMemoryStore(nil)
 	a := throughput.New(throughput.Coexistence, throughput.WithStore(s, "1001"))
 	b := throughput.New(throughput.Coexistence, throughput.WithStore(s, "1001"))
 	var at []time.Time

@@ -64,7 +64,7 @@
 // second so that sends whose lateness differs by up to the margin plus one
 // interval still fit one second at Meta. Both follow recent lateness (per
 // Limiter, in memory): on an idle machine the margin is 0, under load it
-// grows. Limiters sharing a [Store] each stretch their own slots by their
+// grows. Limiters sharing a [throughputstore.Store] each stretch their own slots by their
 // margin divided by their share of the number's slots, so that together
 // they stay under the figure whatever each one's lateness. A write later
 // than the margin covers pauses the number for the excess, so that the
@@ -87,11 +87,11 @@
 // # Shared state
 //
 // By default each Limiter, Budget and Tier keeps its state in memory. With
-// [WithStore] it keeps it in a [Store] under a key, so that the limits of
+// [WithStore] it keeps it in a [throughputstore.Store] under a key, so that the limits of
 // one number, app or portfolio hold across processes: each decision is one
 // store call (one Lua script on Redis), on the instant and figures the
 // caller passes, and the rules a store implements are the pure methods of
-// [throughputstore.BucketState] and [throughputstore.TierState]. [NewMemoryStore] makes the reference store. A
+// [throughputstore.BucketState] and [throughputstore.TierState]. [throughputstore.NewMemoryStore] makes the reference store. A
 // decision the store cannot make is not OK, with an error matching
 // [ErrStore]: nothing was reserved, so nothing may be sent.
 //

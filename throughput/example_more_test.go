@@ -41,7 +41,7 @@ func ExampleNewTier_zero() {
 // Two Limiters for one number, sharing a store, admit the number's rate
 // between them, not each.
 func ExampleWithStore() {
-	store := throughput.NewMemoryStore(nil)
+	store := throughputstore.NewMemoryStore(nil)
 	a := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	b := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)

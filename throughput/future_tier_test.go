@@ -6,6 +6,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // A claim at a future instant must not drop counts still live for callers
@@ -21,7 +22,7 @@ func TestTierFutureClaimKeepsPresentCounts(t *testing.T) {
 	}{
 		{"memory", func(mock *clock.Mock) []throughput.Option { return nil }},
 		{"MemoryStore", func(mock *clock.Mock) []throughput.Option {
-			return []throughput.Option{throughput.WithStore(throughput.NewMemoryStore(mock), "p")}
+			return []throughput.Option{throughput.WithStore(throughputstore.NewMemoryStore(mock), "p")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,7 +74,7 @@ type options struct {
 	clock    clock.Clock
 	headroom float64
 	adaptive bool
-	store    Store
+	store    throughputstore.Store
 	key      string
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // TestThrottleRefusalsTogetherAreOneEvent reproduces two processes
@@ -186,7 +187,7 @@ func TestSharedStoreStretchesByShare(t *testing.T) {
 	}
 	alone := throughput.New(80)
 	feed(alone, 13*time.Millisecond, check)
-	store := throughput.NewMemoryStore(nil)
+	store := throughputstore.NewMemoryStore(nil)
 	var lims []*throughput.Limiter
 	for range 3 {
 		lims = append(lims, throughput.New(80, throughput.WithStore(store, "n")))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/usage"
 )
 
@@ -131,7 +132,7 @@ func TestUpgradeWithQueuedReservationsKeepsWindows(t *testing.T) {
 	}
 }
 
-type holdFails struct{ throughput.Store }
+type holdFails struct{ throughputstore.Store }
 
 func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 	return time.Time{}, errors.New("connection refused")
@@ -141,7 +142,7 @@ func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 // kept by the Limiter, as Refused says. (The next send went at once while
 // HeldUntil said one second.)
 func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "n"))
+	lim := throughput.New(80, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "n"))
 	hold := refused(lim, t0, errcodes.ThroughputLimit)
 	if r := lim.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next send at +%v, during the %v hold (HeldUntil +%v)", r.TimeToAct().Sub(t0), hold, lim.HeldUntil().Sub(t0))
@@ -155,7 +156,7 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 // record is kept by the Budget, as a Limiter's is. (The next call went at
 // once while RefusedUntil said one minute.)
 func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "waba"))
+	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "waba"))
 	hold := budgetRefused(b, t0, errcodes.AppRateLimit)
 	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))

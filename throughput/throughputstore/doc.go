@@ -1,5 +1,5 @@
 // Package throughputstore is for implementers of a
-// [github.com/wapace/wapace/throughput.Store]: the token bucket
+// [Store]: the token bucket
 // ([BucketState]) and the set of counted recipients ([TierState]) a store
 // keeps per key, the pure decision functions over them that every store
 // applies (one per Store method), and the tickets ([BucketTicket],

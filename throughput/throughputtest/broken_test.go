@@ -162,7 +162,7 @@ const envFlaw = "THROUGHPUTTEST_FLAW"
 // required a reservation's PrevTop even after the state had expired.)
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
-		throughputtest.TestStore(t, func(*testing.T) throughput.Store {
+		throughputtest.TestStore(t, func(*testing.T) throughputstore.Store {
 			return &mapStore{flaw: flaw, buckets: map[string]throughputstore.BucketState{}, tiers: map[string]throughputstore.TierState{}}
 		})
 		return
