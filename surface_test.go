@@ -17,7 +17,7 @@ import (
 var surfaceBudget = struct {
 	pkgs          []string
 	ceiling, goal int
-}{[]string{"pairlimit", "throughput", "backoff"}, 185, 150}
+}{[]string{"pairlimit", "throughput", "backoff"}, 179, 150}
 
 // exportedNames lists the exported names of the package in dir, counted
 // as issue 20 counts them: exported top-level names (functions, types,

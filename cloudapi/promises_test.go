@@ -622,19 +622,19 @@ type brokenStore struct{}
 
 var errDown = errors.New("store down")
 
-func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+func (brokenStore) Reserve(context.Context, pairstore.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
 	return pairstore.Ticket{}, false, errDown
 }
-func (brokenStore) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
+func (brokenStore) Next(context.Context, pairstore.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errDown
 }
-func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairstore.Ticket) (bool, error) {
+func (brokenStore) Cancel(context.Context, pairstore.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errDown
 }
-func (brokenStore) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+func (brokenStore) Refuse(context.Context, pairstore.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
 	return 0, errDown
 }
-func (brokenStore) Accept(context.Context, pairlimit.Pair, time.Time) error { return errDown }
+func (brokenStore) Accept(context.Context, pairstore.Pair, time.Time) error { return errDown }
 
 // A limiter that cannot decide sends nothing: not submitted, zero requests.
 func TestPairStoreErrorSendsNothing(t *testing.T) {

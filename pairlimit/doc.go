@@ -65,7 +65,7 @@
 // # Stores
 //
 // The decision is a pure function of one pair's small [pairstore.State], the instant
-// and the policy's figures. A [Store] keeps the states and applies one rule
+// and the policy's figures. A [pairstore.Store] keeps the states and applies one rule
 // per call (one Lua script on Redis), so that several limiters, in one
 // process or many, pace the same pairs as one ([WithStore]). The default
 // is a memory store ([NewMemoryStore]) of the limiter's own: 1,024 shards of pointer-free

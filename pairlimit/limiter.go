@@ -84,7 +84,7 @@ func WithBurstCap(n int) Option {
 // another. It is safe for concurrent use by multiple goroutines and starts no
 // goroutine of its own.
 //
-// The state lives in a [Store]: by default a memory store ([NewMemoryStore]) of the
+// The state lives in a [pairstore.Store]: by default a memory store ([NewMemoryStore]) of the
 // limiter's own, which spends memory only on pairs that still owe debt or
 // were refused recently; [WithStore] shares it.
 //
@@ -96,8 +96,8 @@ type Limiter struct {
 	interval int64
 	margin   int64
 	burstCap int
-	store    Store        // nil: mem
-	mem      *memoryStore // the built-in store, called without an interface
+	store    pairstore.Store // nil: mem
+	mem      *memoryStore    // the built-in store, called without an interface
 
 	ready atomic.Bool // set once the fields above are
 	once  sync.Mutex  // serialises lazy initialisation of a zero Limiter

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/wapace/wapace/internal/redistest"
-	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/redisstore"
 	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
@@ -13,7 +13,7 @@ import (
 
 func TestPairStoreConformance(t *testing.T) {
 	rdb := redistest.Client(t)
-	pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+	pairlimittest.TestStore(t, func(t *testing.T) pairstore.Store {
 		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t)))
 	})
 }

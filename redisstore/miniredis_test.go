@@ -5,8 +5,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/redisstore"
 	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
@@ -22,7 +22,7 @@ func TestConformanceOnMiniredis(t *testing.T) {
 	n := 0
 	prefix := func() string { n++; return "k" + string(rune('a'+n)) + ":" }
 	t.Run("pairlimit", func(t *testing.T) {
-		pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+		pairlimittest.TestStore(t, func(t *testing.T) pairstore.Store {
 			return redisstore.New(rdb, redisstore.WithPrefix(prefix()))
 		})
 	})

@@ -140,7 +140,7 @@ elseif ARGV[QO] ~= '' then
 end
 `
 
-// pairReserveLua is pairlimit.Store.Reserve. KEYS: the pair, its number's
+// pairReserveLua is pairstore.Store.Reserve. KEYS: the pair, its number's
 // epoch marker. ARGV: t (sec, ns), cost, maxWait (-1: none), keep (see
 // pairSave), the marker the caller knew, the end of the quarantine it knew
 // (an offset from t in ns, "" for none), the lost-state debt, and the
@@ -206,7 +206,7 @@ if ARGV[9] ~= '' then
 end
 `
 
-// pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
+// pairNextLua is pairstore.Store.Next: max(t, Due), changing nothing.
 // ARGV: t (sec, ns). Returns {bs, bn, offset}, {} for t itself, or {0}
 // when Redis holds no state for the pair (the Go side applies a loss's
 // quarantine and its own floor).
@@ -218,7 +218,7 @@ if d > lim then d = lim end
 return {bs, bn, d}
 `
 
-// pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// pairCancelLua is pairstore.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
 // Returns 1 when it gave back.
 const pairCancelLua = pairLoad + `
@@ -239,7 +239,7 @@ if e > t then t = e end
 return 1
 `
 
-// pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
+// pairRefuseLua is pairstore.Store.Refuse. ARGV: t (sec, ns), keep,
 // memory, then the holds. Returns the index of the hold it applied (-1
 // for none): the Go side reads the hold exactly from its own list, where a
 // hold of 2^63 ns or more would come back as the smallest int64. Hold and
@@ -261,7 +261,7 @@ if f < 4294967295 then f = f + 1 end
 return i
 `
 
-// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
+// pairAcceptLua is pairstore.Store.Accept: Fails returns to zero. ARGV:
 // t (sec, ns), keep.
 const pairAcceptLua = pairLoad + `
 if not raw or f == 0 then return 1 end

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -91,7 +92,7 @@ type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	local   pairlimit.Store       // with WithLocalFallback: decides while Redis is down
+	local   pairstore.Store       // with WithLocalFallback: decides while Redis is down
 	localTP throughputstore.Store // the same for the throughput limits
 
 	// Surviving a loss of Redis's state (loss.go).

@@ -12,7 +12,7 @@ import (
 // Throughput returns the Store's implementation of [throughputstore.Store], for
 // throughput.WithStore: the buckets of business numbers and budgets and the
 // tiers of portfolios, in the same Redis under the same prefix.
-// (pairlimit.Store and throughputstore.Store both name methods Reserve and
+// (pairstore.Store and throughputstore.Store both name methods Reserve and
 // Cancel, so one type cannot implement both.)
 func (s *Store) Throughput() throughputstore.Store { return &Throughput{s: s} }
 

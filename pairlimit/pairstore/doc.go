@@ -1,4 +1,4 @@
-// Package pairstore is for implementers of a [github.com/wapace/wapace/pairlimit.Store]: the
+// Package pairstore is for implementers of a [Store]: the
 // per-pair [State] a store keeps, the pure decision functions over it that
 // every store applies (one per Store method), and the [Ticket] a
 // reservation is given back with. A user of the pair limiter never needs
