@@ -860,7 +860,7 @@ func (m *memoryStore) Len() int {
 // Reserve implements [pairstore.Store]; it fails only on a pair that is
 // not one (the zero Pair, or strings NewPair rejects).
 func (m *memoryStore) Reserve(_ context.Context, sp pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
-	p, err := pairOf(sp)
+	p, err := storePair(sp)
 	if err != nil {
 		return pairstore.Ticket{}, false, err
 	}
@@ -870,7 +870,7 @@ func (m *memoryStore) Reserve(_ context.Context, sp pairstore.Pair, t time.Time,
 
 // Next implements [pairstore.Store], failing as Reserve does.
 func (m *memoryStore) Next(_ context.Context, sp pairstore.Pair, t time.Time) (time.Time, error) {
-	p, err := pairOf(sp)
+	p, err := storePair(sp)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -879,7 +879,7 @@ func (m *memoryStore) Next(_ context.Context, sp pairstore.Pair, t time.Time) (t
 
 // Cancel implements [pairstore.Store], failing as Reserve does.
 func (m *memoryStore) Cancel(_ context.Context, sp pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
-	p, err := pairOf(sp)
+	p, err := storePair(sp)
 	if err != nil {
 		return false, err
 	}
@@ -890,7 +890,7 @@ func (m *memoryStore) Cancel(_ context.Context, sp pairstore.Pair, t time.Time, 
 // memory store keeps a
 // pair's 131056 count for 15 minutes after its hold, whatever memory says.
 func (m *memoryStore) Refuse(_ context.Context, sp pairstore.Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
-	p, err := pairOf(sp)
+	p, err := storePair(sp)
 	if err != nil {
 		return 0, err
 	}
@@ -899,7 +899,7 @@ func (m *memoryStore) Refuse(_ context.Context, sp pairstore.Pair, t time.Time, 
 
 // Accept implements [pairstore.Store], failing as Reserve does.
 func (m *memoryStore) Accept(_ context.Context, sp pairstore.Pair, t time.Time) error {
-	p, err := pairOf(sp)
+	p, err := storePair(sp)
 	if err != nil {
 		return err
 	}
@@ -907,11 +907,11 @@ func (m *memoryStore) Accept(_ context.Context, sp pairstore.Pair, t time.Time) 
 	return nil
 }
 
-// pairOf returns the Pair behind a pairstore.Pair: itself when it is one
+// storePair returns the Pair behind a pairstore.Pair: itself when it is one
 // (the limiter always passes its own), or parsed again from its strings.
 // A store never fails on a Pair the limiter gives it; the error is for a
 // pairstore.Pair of another kind whose strings are not a pair.
-func pairOf(sp pairstore.Pair) (Pair, error) {
+func storePair(sp pairstore.Pair) (Pair, error) {
 	if p, ok := sp.(Pair); ok {
 		if p.IsZero() {
 			return Pair{}, ErrZeroPair

@@ -32,7 +32,7 @@ func (e *storeError) Is(target error) bool { return target == ErrStore }
 
 // WithStore makes the Limiter keep its pairs' state in s instead of its own
 // memory, so that every limiter using s paces the same pairs as one. A nil
-// s keeps the default in-memory store. With a store, Len reports 0.
+// s keeps the default in-memory store.
 func WithStore(s pairstore.Store) Option {
 	return func(l *Limiter) {
 		if s != nil {

@@ -49,8 +49,8 @@ func TestStoreErrorsAreTyped(t *testing.T) {
 	if _, err := lim.ReadyAt(t0, p, 1); !errors.Is(err, pairlimit.ErrStore) {
 		t.Errorf("ReadyAt: %v", err)
 	}
-	if _, err := lim.RefusedErr(t0, p); !errors.Is(err, pairlimit.ErrStore) {
-		t.Errorf("RefusedErr: %v", err)
+	if d := lim.Refused(t0, p); d != 0 {
+		t.Errorf("Refused on a broken store = %v, want 0: no hold was recorded", d)
 	}
 	if err := lim.Wait(t.Context(), p); !errors.Is(err, pairlimit.ErrStore) {
 		t.Errorf("Wait: %v", err)

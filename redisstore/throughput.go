@@ -2,10 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -48,7 +48,7 @@ var (
 // Reserve implements [throughputstore.Store]: BucketState.Reserve in one script.
 func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	wait := int64(-1)
-	if maxWait < throughput.InfDuration {
+	if maxWait < time.Duration(math.MaxInt64) {
 		wait = int64(max(maxWait, 0))
 	}
 	sec, nsec := secNs(t.UnixNano())

@@ -112,8 +112,8 @@ func TestTierClaimRelease(t *testing.T) {
 func TestZeroValuesAndExtremes(t *testing.T) {
 	t.Parallel()
 	var lim throughput.Limiter
-	if lim.MPS() != throughput.Default {
-		t.Errorf("zero Limiter MPS = %d", lim.MPS())
+	if lim.PerSecond() != throughput.Default {
+		t.Errorf("zero Limiter MPS = %d", lim.PerSecond())
 	}
 	r := lim.ReserveN(t0, 1)
 	if !r.OK() {
@@ -124,7 +124,7 @@ func TestZeroValuesAndExtremes(t *testing.T) {
 	lim.Accepted(t0)
 	_ = lim.HeldUntil()
 	var b throughput.Budget
-	if !b.AllowN(t0, 1) {
+	if !budgetAllow(&b, t0, 1) {
 		t.Error("zero Budget refused a call")
 	}
 	budgetRefused(&b, t0, errcodes.AppRateLimit)
@@ -132,27 +132,35 @@ func TestZeroValuesAndExtremes(t *testing.T) {
 	var zr throughput.Reservation
 	zr.Cancel()
 	zr.CancelAt(t0)
-	if zr.OK() || zr.Delay() != throughput.InfDuration {
+	if zr.OK() || zr.Delay() != time.Duration(math.MaxInt64) {
 		t.Error("zero Reservation is OK")
 	}
 
-	huge := throughput.New(math.MaxInt)
-	if huge.MPS() != throughput.MaxMPS {
-		t.Errorf("New(MaxInt).MPS() = %d, want %d", huge.MPS(), throughput.MaxMPS)
+	// An absurd figure is refused, not clamped: nothing admitted, with an
+	// error naming it; the largest figure accepted (10,000) keeps every
+	// window.
+	absurd := throughput.New(math.MaxInt)
+	if r := absurd.ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) || absurd.AllowN(t0, 1) {
+		t.Errorf("New(MaxInt).ReserveN: OK %v, %v", r.OK(), r.Err())
+	}
+	const maxMPS = 10_000
+	huge := throughput.New(maxMPS)
+	if huge.PerSecond() != maxMPS {
+		t.Errorf("New(%d).PerSecond() = %d", maxMPS, huge.PerSecond())
 	}
 	n := 0
 	for huge.AllowN(t0, 1) {
 		n++
 	}
-	if n < 50 || n > throughput.MaxMPS {
-		t.Errorf("New(MaxInt) admits %d at once", n)
+	if n < 50 || n > maxMPS {
+		t.Errorf("New(%d) admits %d at once", maxMPS, n)
 	}
 	var at []time.Time
-	for range 3 * throughput.MaxMPS {
+	for range 3 * maxMPS {
 		at = append(at, huge.ReserveN(t0, 1).TimeToAct())
 	}
-	if got := maxInWindow(at, time.Second); got > throughput.MaxMPS || got < throughput.MaxMPS*9/10 {
-		t.Errorf("New(MaxInt): %d in one second", got)
+	if got := maxInWindow(at, time.Second); got > maxMPS || got < maxMPS*9/10 {
+		t.Errorf("New(%d): %d in one second", maxMPS, got)
 	}
 	if r := throughput.New(1).ReserveN(t0, 0); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidCount) {
 		t.Errorf("ReserveN(0): %v", r.Err())

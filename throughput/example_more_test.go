@@ -87,7 +87,7 @@ func ExampleBudget_Observe() {
 	entries, _ := usage.Parse(header)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
+	b := throughput.NewBudget(5_000, throughput.WithBusinessID("102290129340398"))
 	fmt.Println("management calls held for", b.Observe(start, entries))
 	fmt.Println("messages held:", b.RefusedUntil().After(start))
 	cl := errcodes.WABARateLimit.Class() // Meta answered 80007

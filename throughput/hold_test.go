@@ -57,7 +57,7 @@ func TestHoldsTakeTheirScheduleNotACode(t *testing.T) {
 	}
 
 	// Budget.Hold: the same schedule rule.
-	b := throughput.NewBudget(throughput.BudgetDefault)
+	b := throughput.NewBudget(200)
 	if h := b.Hold(t0, time.Minute, time.Hour); h != time.Minute {
 		t.Errorf("budget hold = %v", h)
 	}

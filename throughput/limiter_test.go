@@ -131,8 +131,8 @@ func TestSetMPSAtMidSchedule(t *testing.T) {
 			if got := maxInWindow(at, time.Second); got > max(tc.from, tc.to) {
 				t.Errorf("a window across the change admitted %d", got)
 			}
-			if lim.MPS() != tc.to {
-				t.Errorf("MPS = %d, want %d", lim.MPS(), tc.to)
+			if lim.PerSecond() != tc.to {
+				t.Errorf("MPS = %d, want %d", lim.PerSecond(), tc.to)
 			}
 		})
 	}
@@ -289,8 +289,8 @@ func TestReservationNotOK(t *testing.T) {
 		r.CancelAt(t0)
 		r.Cancel()
 	}
-	if got := throughput.New(0).MPS(); got != throughput.Default {
-		t.Errorf("New(0).MPS() = %d", got)
+	if got := throughput.New(0).PerSecond(); got != throughput.Default {
+		t.Errorf("New(0).PerSecond() = %d", got)
 	}
 	if got := throughput.New(1).PerSecond(); got != 1 {
 		t.Errorf("New(1).PerSecond() = %d", got)

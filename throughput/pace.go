@@ -178,6 +178,9 @@ func roundMargin(m time.Duration) time.Duration {
 // a few nanoseconds, plus a sort of 256 samples every 32 observations.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
+	if l.err != nil {
+		return // it admitted nothing
+	}
 	write := time.Duration(0)
 	if !wrote.IsZero() {
 		write = wrote.Sub(checked)

@@ -91,17 +91,25 @@ func TestZeroValuesAndAbsurdFigures(t *testing.T) {
 	b.ReserveN(t0, 1)
 	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
 	// absurd figures
+	// absurd figures are refused, not clamped (issue 20): every decision
+	// fails with ErrInvalidOption and nothing is admitted; no panic.
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2} {
 		l2 := throughput.New(80, throughput.WithHeadroom(f))
 		if p := l2.PerSecond(); p < 1 || p > 80 {
 			t.Errorf("headroom %v: PerSecond %d", f, p)
 		}
+		if r := l2.ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) {
+			t.Errorf("headroom %v: OK %v, %v", f, r.OK(), r.Err())
+		}
 	}
-	for _, mps := range []int{math.MinInt, -1, 0, math.MaxInt} {
+	for _, mps := range []int{math.MinInt, -1, 0} { // below 1: Default
 		l3 := throughput.New(mps)
 		if !l3.ReserveN(t0, 1).OK() {
 			t.Errorf("mps %d: not OK", mps)
 		}
+	}
+	if r := throughput.New(math.MaxInt).ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) {
+		t.Errorf("mps MaxInt: OK %v, %v", r.OK(), r.Err())
 	}
 }
 
@@ -156,16 +164,16 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 // record is kept by the Budget, as a Limiter's is. (The next call went at
 // once while RefusedUntil said one minute.)
 func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "waba"))
+	b := throughput.NewBudget(200, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "waba"))
 	hold := budgetRefused(b, t0, errcodes.AppRateLimit)
 	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))
 	}
-	if b.AllowN(t0.Add(hold/2), 1) {
+	if budgetAllow(b, t0.Add(hold/2), 1) {
 		t.Fatal("AllowN admitted during the hold")
 	}
 	d := b.Observe(t0.Add(2*time.Minute), []usage.Usage{{Type: usage.TypeManagement, RegainAccess: 5 * time.Minute}})
-	if b.AllowN(t0.Add(2*time.Minute+d/2), 1) {
+	if budgetAllow(b, t0.Add(2*time.Minute+d/2), 1) {
 		t.Fatal("AllowN admitted during the usage hold")
 	}
 }

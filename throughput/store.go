@@ -39,9 +39,16 @@ func (e *storeError) Is(target error) bool { return target == ErrStore }
 // Budget, of the business portfolio for a Tier), so that every one using
 // the same s and key acts as one. Counts of consecutive refusals, and the
 // adaptive rate after 130429, stay local to each Limiter and Budget; the
-// holds they apply are shared. A nil s keeps the state in memory.
+// holds they apply are shared. A nil s keeps the state in memory; a store
+// with an empty key is invalid ([ErrInvalidOption]).
 func WithStore(s throughputstore.Store, key string) Option {
-	return func(o *options) { o.store, o.key = s, key }
+	return func(o *options) {
+		if s != nil && key == "" {
+			o.invalid("WithStore: an empty key")
+			return
+		}
+		o.store, o.key = s, key
+	}
 }
 
 // memBucket is the in-memory bucket state behind a Limiter or Budget with

@@ -153,7 +153,7 @@ func testLateCut(t *testing.T, s throughputstore.Store) {
 // third recipient into a tier of 2). The store's clock, if any, must not
 // run ahead of the real one.
 func testTierFuture(t *testing.T, s throughputstore.Store) {
-	const window = throughput.TierWindow
+	const window = (24 * time.Hour)
 	ctx := context.Background()
 	key := "portfolio-future"
 	p := time.Now()
@@ -256,7 +256,7 @@ func testBucketModel(t *testing.T, s throughputstore.Store) {
 			switch k := rng.IntN(10); {
 			case k < 6:
 				n := 1 + rng.IntN(burst+1) // sometimes above the burst
-				maxWait := throughput.InfDuration
+				maxWait := time.Duration(math.MaxInt64)
 				if rng.IntN(3) == 0 {
 					maxWait = time.Duration(rng.Int64N(int64(100 * time.Millisecond)))
 				}
@@ -265,7 +265,7 @@ func testBucketModel(t *testing.T, s throughputstore.Store) {
 					t.Fatalf("%s: Reserve: %v", where(), err)
 				}
 				next := model.Next(at.UnixNano(), n, interval, burst)
-				wantOK := n <= burst && (maxWait == throughput.InfDuration || next-at.UnixNano() <= int64(maxWait))
+				wantOK := n <= burst && (maxWait == time.Duration(math.MaxInt64) || next-at.UnixNano() <= int64(maxWait))
 				if ok != wantOK || (ok && tk.Act != next) {
 					t.Fatalf("%s: Reserve(n=%d) = ok %v act %d; model ok %v act %d; model %+v at %d iv %d tk %+v", where(), n, ok, tk.Act, wantOK, next, model, at.UnixNano(), interval, tk)
 				}
@@ -309,7 +309,7 @@ func testBucketModel(t *testing.T, s throughputstore.Store) {
 
 func testTierModel(t *testing.T, s throughputstore.Store) {
 	ctx := context.Background()
-	const window = throughput.TierWindow
+	const window = (24 * time.Hour)
 	now := t0
 	for seed := range uint64(3) {
 		rng := rand.New(rand.NewPCG(seed, 5))
