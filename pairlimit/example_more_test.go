@@ -99,3 +99,16 @@ func ExampleState() {
 	// first given back: false
 	// second given back: true ; owes until + 12s
 }
+
+// An option the limiter cannot honour is neither clamped nor ignored: its
+// first decision says what is wrong, and nothing is reserved.
+func ExampleWithBurstCap_invalid() {
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithBurstCap(50)) // Meta's burst is 45
+	pair, _ := pairlimit.NewPair("106540352242922", "237690000001")
+	_, err := lim.ReadyAt(time.Now(), pair, 1) // asks without reserving
+	fmt.Println(errors.Is(err, pairlimit.ErrInvalidOption))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pairlimit: invalid option WithBurstCap(50): the cap must be 1 to the policy's Burst, 45
+}

@@ -62,7 +62,7 @@ type Option func(*Limiter)
 // invalid records the first invalid option of l.
 func (l *Limiter) invalid(format string, args ...any) {
 	if l.err == nil {
-		l.err = fmt.Errorf("pairlimit: "+format+": %w", append(args, ErrInvalidOption)...)
+		l.err = fmt.Errorf("%w "+format, append([]any{ErrInvalidOption}, args...)...)
 	}
 }
 

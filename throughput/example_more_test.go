@@ -1,6 +1,7 @@
 package throughput_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -121,4 +122,21 @@ func ExampleLimiter_Hold() {
 	// 131057: held 40s
 	// 131057: held 1m0s
 	// after an acceptance: 10s
+}
+
+// An option a limit cannot honour is neither clamped nor ignored: every
+// decision says what is wrong, and nothing is admitted. A ReserveN of 0
+// messages checks the configuration without spending anything.
+func ExampleWithHeadroom_invalid() {
+	lim := throughput.New(throughput.Default, throughput.WithHeadroom(1.5))
+	r := lim.ReserveN(time.Now(), 1)
+	fmt.Println(r.OK(), errors.Is(r.Err(), throughput.ErrInvalidOption))
+	fmt.Println(r.Err())
+
+	tier := throughput.NewTier(throughput.Tier2K, throughput.WithHeadroom(0.1))
+	fmt.Println(tier.Claim(time.Now(), "237690000001").Err())
+	// Output:
+	// false true
+	// throughput: invalid option WithHeadroom(1.5): the fraction must be in [0, 0.9]
+	// throughput: invalid option WithHeadroom applies to New only, not to NewTier
 }

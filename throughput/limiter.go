@@ -106,7 +106,7 @@ type only struct {
 // invalid records the first invalid option.
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("throughput: "+format+": %w", append(args, ErrInvalidOption)...)
+		o.err = fmt.Errorf("%w "+format, append([]any{ErrInvalidOption}, args...)...)
 	}
 }
 
@@ -316,7 +316,7 @@ func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 		return l.err
 	}
 	if mps > maxMPS {
-		return fmt.Errorf("throughput: SetMPSAt(%d): above %d messages per second: %w", mps, maxMPS, ErrInvalidOption)
+		return fmt.Errorf("%w SetMPSAt(%d): above %d messages per second", ErrInvalidOption, mps, maxMPS)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
