@@ -13,14 +13,14 @@ import (
 
 // surfaceBudget bounds the exported names of the packages a user of the
 // limits reads (issue 20; x/time/rate has 28). ceiling is today's count, a
-// ratchet: lower it as names go, never raise it. goal is issue 20's.
-// (195 counts the deprecated Limiter.Refused and Budget.Refused beside
-// their replacements Throttled and Hold; removing them, with the tests
-// that still call them, brings it to 193.)
+// ratchet: lower it as names go, never raise it. goal is issue 20's, and
+// reached: 277 names by this count before issue 20, 150 since (pairlimit
+// 59, throughput 65, backoff 26), the store-implementer names in
+// pairlimit/pairstore and throughput/throughputstore.
 var surfaceBudget = struct {
 	pkgs          []string
 	ceiling, goal int
-}{[]string{"pairlimit", "throughput", "backoff"}, 195, 150}
+}{[]string{"pairlimit", "throughput", "backoff"}, 150, 150}
 
 // exportedNames lists the exported names of the package in dir, counted
 // as issue 20 counts them: exported top-level names (functions, types,

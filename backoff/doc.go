@@ -4,7 +4,8 @@
 // After a pair rate limit (error 131056) Meta prescribes: retry after 4^X
 // seconds, X starting at 0 and rising by one after each failure. That is
 // [Meta]: 1 s, 4 s, 16 s, 64 s, 256 s. By the fourth failure it has waited
-// 85 s where the usual doubling schedule ([Doubling]) has waited 15 s: the
+// 85 s where the usual doubling schedule (an [Exponential] capped at a
+// minute) has waited 15 s: the
 // doubling retries spend their attempts inside the debt they are meant to
 // wait out, and each is another refused request.
 //
@@ -12,10 +13,12 @@
 //
 // A [Schedule] maps a retry number to a wait and is pure. [Retry] runs an
 // operation, asks a policy whether its error is worth retrying (by default
-// [IsRetryable], which follows [errcodes]), and waits between attempts on a
+// one that follows [errcodes]; see [WithRetryIf]), and waits between
+// attempts on a
 // [clock.Clock] (github.com/benbjohnson/clock; the real clock by default),
 // never with time.Sleep. A server's hint beats the schedule: an error that
-// implements [RetryAfterer] (see [RetryAfter]) sets the next wait, and the
+// has a RetryAfter() time.Duration method (see [RetryAfter]) sets the next
+// wait, and the
 // hold errcodes gives a code after that many refusals
 // ([errcodes.Class].HoldAfter) raises it.
 //
@@ -25,18 +28,18 @@
 //
 // # Errors
 //
-// Retry returns a [*StopError] that says why it stopped (its Reason, matched
-// with errors.Is) and wraps the last error from op:
+// Retry's error says why it stopped, matched with errors.Is, and wraps the
+// last error from op, so that both are matchable:
 //
 //	error                  means
 //	ErrDeadline            the next wait would end after the deadline (also
 //	                       returned by the waits of pairlimit and throughput)
 //	ErrMaxAttempts         op failed as often as WithMaxAttempts allows
 //	ctx.Err()              the caller gave up
-//	(op's own error)       op said not to retry (Permanent), or RetryIf
-//	                       said so: returned as is, not in a StopError
+//	(op's own error)       op said not to retry (Permanent), or the policy
+//	                       (WithRetryIf) said so: returned as is
 //
-// Why Retry stopped is matchable, and the last error stays reachable:
+// Its message says after how many attempts it stopped.
 //
 //	err := backoff.Retry(ctx, backoff.Meta, send)
 //	switch {
@@ -45,9 +48,6 @@
 //	case errors.Is(err, context.Canceled):       // the caller gave up
 //	}
 //	if errors.Is(err, errcodes.PairRateLimit) { ... } // the last error was a 131056
-//
-//	var stop *backoff.StopError
-//	if errors.As(err, &stop) { log.Println(stop.Attempts) }
 //
 // [Permanent] stops at once; [Retryable] marks a plain error worth retrying.
 //

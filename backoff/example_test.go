@@ -13,10 +13,11 @@ import (
 // Meta's 4^X schedule against the usual doubling one: the cumulative wait
 // after each failure.
 func Example_metaVsDoubling() {
+	usual := backoff.Exponential{Max: time.Minute} // doubling from 1 s, capped at a minute
 	var meta, doubling time.Duration
 	for retry := range 5 {
 		meta += backoff.Meta.Delay(retry)
-		doubling += backoff.Doubling.Delay(retry)
+		doubling += usual.Delay(retry)
 		fmt.Printf("failure %d: meta waited %4v, doubling %3v\n", retry+1, meta, doubling)
 	}
 	// Output:

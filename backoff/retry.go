@@ -24,34 +24,32 @@ var (
 	ErrDeadline = errors.New("backoff: the wait would end after the deadline")
 )
 
-// DefaultMaxAttempts is the number of attempts Retry makes unless told
+// defaultMaxAttempts is the number of attempts Retry makes unless told
 // otherwise: one try and five retries. With [Meta] the five waits add up to
 // 341 s, longer than any pair's debt can last.
-const DefaultMaxAttempts = 6
+const defaultMaxAttempts = 6
 
-// StopError is returned when Retry gives up on an error it would otherwise
+// stopError is returned when Retry gives up on an error it would otherwise
 // retry. It matches Reason and Last with errors.Is and errors.As.
-type StopError struct {
-	// Reason is ErrMaxAttempts, ErrDeadline, or the context's error.
-	Reason error
-	// Attempts is the number of times op ran.
-	Attempts int
-	// Last is the last error op returned.
-	Last error
+type stopError struct {
+	Reason   error // ErrMaxAttempts, ErrDeadline, or the context's error
+	Attempts int   // the number of times op ran
+	Last     error // the last error op returned
 }
 
-// Error describes why Retry stopped and the last error.
-func (e *StopError) Error() string {
+// Error describes why Retry stopped, after how many attempts, and the last
+// error.
+func (e *stopError) Error() string {
 	return e.Reason.Error() + " after " + strconv.Itoa(e.Attempts) + " attempts: " + e.Last.Error()
 }
 
 // Unwrap returns Reason and Last.
-func (e *StopError) Unwrap() []error { return []error{e.Reason, e.Last} }
+func (e *stopError) Unwrap() []error { return []error{e.Reason, e.Last} }
 
-// RetryAfterer is implemented by errors that carry the server's own hint of
-// how long to wait. Retry finds it with errors.As and lets it replace the
-// schedule's delay.
-type RetryAfterer interface {
+// retryAfterer is implemented by errors that carry the server's own hint
+// of how long to wait (a method RetryAfter() time.Duration). Retry finds it
+// with errors.As and lets it replace the schedule's delay.
+type retryAfterer interface {
 	RetryAfter() time.Duration
 }
 
@@ -73,16 +71,13 @@ func (e *retryAfterError) Error() string             { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error             { return e.err }
 func (e *retryAfterError) RetryAfter() time.Duration { return e.wait }
 
-// PermanentError marks an error that must stop Retry at once.
-type PermanentError struct {
+// permanentError marks an error that must stop Retry at once.
+type permanentError struct {
 	Err error
 }
 
-// Error returns the wrapped error's message.
-func (e *PermanentError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func (e *permanentError) Error() string { return e.Err.Error() }
+func (e *permanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err so that Retry stops at once and returns err itself.
 // It returns nil if err is nil.
@@ -90,7 +85,7 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &PermanentError{Err: err}
+	return &permanentError{Err: err}
 }
 
 // Retryable wraps a plain error so that the default policy retries it.
@@ -107,17 +102,12 @@ type retryableError struct{ err error }
 func (e *retryableError) Error() string { return e.err.Error() }
 func (e *retryableError) Unwrap() error { return e.err }
 
-// IsRetryable is Retry's default policy. It reports false for a
-// [PermanentError]; true for an error wrapped by [Retryable] or
-// [RetryAfter]; for an error carrying an [errcodes.Code] (an
-// [*errcodes.Error] or a Code itself), true when the code is retryable and
-// the answer proves that the request was refused (Class.OutcomeUnknown is
-// false, so a send is never repeated blindly); and false for anything else.
-func IsRetryable(err error) bool {
+// isRetryable is Retry's default policy (see WithRetryIf).
+func isRetryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var p *PermanentError
+	var p *permanentError
 	if errors.As(err, &p) {
 		return false
 	}
@@ -125,7 +115,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &r) {
 		return true
 	}
-	var ra RetryAfterer
+	var ra retryAfterer
 	if errors.As(err, &ra) {
 		return true
 	}
@@ -159,8 +149,9 @@ func WithClock(c clock.Clock) Option {
 
 // WithMaxAttempts bounds the number of times op runs (first try included).
 // n <= 0 removes the bound: Retry then stops only on success, a
-// non-retryable error, the deadline or the context. The default is
-// [DefaultMaxAttempts].
+// non-retryable error, the deadline or the context. The default is 6: one
+// try and five retries, whose waits with [Meta] add up to 341 s, longer
+// than any pair's debt can last.
 func WithMaxAttempts(n int) Option {
 	return func(cfg *config) { cfg.maxAttempts = n }
 }
@@ -171,8 +162,14 @@ func WithDeadline(t time.Time) Option {
 	return func(cfg *config) { cfg.deadline = t }
 }
 
-// WithRetryIf replaces the policy that decides whether an error is retried
-// (default [IsRetryable]). A [PermanentError] stops Retry whatever f says.
+// WithRetryIf replaces the policy that decides whether an error is retried.
+// The default policy retries an error wrapped by [Retryable] or
+// [RetryAfter], or one with a RetryAfter() time.Duration method; and an
+// error carrying an [errcodes.Code] (an [*errcodes.Error] or a Code itself)
+// when the code is retryable and the answer proves that the request was
+// refused (Class.OutcomeUnknown is false, so a send is never repeated
+// blindly); nothing else. An error wrapped by [Permanent] stops Retry
+// whatever f says.
 func WithRetryIf(f func(error) bool) Option {
 	return func(cfg *config) {
 		if f != nil {
@@ -192,17 +189,18 @@ func WithNotify(f func(retry int, err error, wait time.Duration)) Option {
 // clock, in a select with ctx.Done(): s.Delay(retry), raised to the hold
 // errcodes gives the error's code after that many refusals
 // ([errcodes.Class].HoldAfter: its Wait, doubled up to MaxWait), and
-// replaced outright by the error's own [RetryAfterer] hint when it has one.
+// replaced outright by the error's own hint when it has one (a method
+// RetryAfter() time.Duration, as [RetryAfter] wraps).
 //
 // Retry returns nil on success; op's error as it is when it is not retried
-// (unwrapped from [Permanent]); and otherwise a [*StopError] that matches
+// (unwrapped from [Permanent]); and otherwise an error that matches
 // [ErrMaxAttempts], [ErrDeadline] or the context's error, and the last error
-// from op, with errors.Is. When the next wait would end after the deadline
+// from op, with errors.Is, and says after how many attempts it stopped. When the next wait would end after the deadline
 // (WithDeadline, or ctx's deadline, whichever is sooner) Retry returns
 // ErrDeadline at once instead of sleeping until it and failing then.
 // Retry starts no goroutine. A context already done runs op no more.
 func Retry(ctx context.Context, s Schedule, op func(context.Context) error, opts ...Option) error {
-	cfg := config{clock: clock.New(), maxAttempts: DefaultMaxAttempts, retryIf: IsRetryable}
+	cfg := config{clock: clock.New(), maxAttempts: defaultMaxAttempts, retryIf: isRetryable}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -219,7 +217,7 @@ func Retry(ctx context.Context, s Schedule, op func(context.Context) error, opts
 		if err == nil {
 			return nil
 		}
-		var p *PermanentError
+		var p *permanentError
 		if errors.As(err, &p) {
 			return p.Err
 		}
@@ -227,10 +225,10 @@ func Retry(ctx context.Context, s Schedule, op func(context.Context) error, opts
 			return err
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return &StopError{Reason: ctxErr, Attempts: attempt, Last: err}
+			return &stopError{Reason: ctxErr, Attempts: attempt, Last: err}
 		}
 		if cfg.maxAttempts > 0 && attempt >= cfg.maxAttempts {
-			return &StopError{Reason: ErrMaxAttempts, Attempts: attempt, Last: err}
+			return &stopError{Reason: ErrMaxAttempts, Attempts: attempt, Last: err}
 		}
 		wait := s.Delay(attempt - 1)
 		var code errcodes.Code
@@ -240,19 +238,19 @@ func Retry(ctx context.Context, s Schedule, op func(context.Context) error, opts
 			// schedule.
 			wait = max(wait, errcodes.Lookup(code).HoldAfter(attempt-1))
 		}
-		var ra RetryAfterer
+		var ra retryAfterer
 		if errors.As(err, &ra) {
 			wait = ra.RetryAfter()
 		}
 		wait = max(wait, 0)
 		if !deadline.IsZero() && cfg.clock.Now().Add(wait).After(deadline) {
-			return &StopError{Reason: ErrDeadline, Attempts: attempt, Last: err}
+			return &stopError{Reason: ErrDeadline, Attempts: attempt, Last: err}
 		}
 		if cfg.notify != nil {
 			cfg.notify(attempt-1, err, wait)
 		}
 		if ctxErr := clockwait.Sleep(ctx, cfg.clock, wait); ctxErr != nil {
-			return &StopError{Reason: ctxErr, Attempts: attempt, Last: err}
+			return &stopError{Reason: ctxErr, Attempts: attempt, Last: err}
 		}
 	}
 }

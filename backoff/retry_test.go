@@ -158,17 +158,16 @@ func TestRetryStops(t *testing.T) {
 					if !errors.Is(err, tt.wantErr) {
 						t.Fatalf("Retry = %v, want %v", err, tt.wantErr)
 					}
-					var stop *backoff.StopError
-					if errors.As(err, &stop) {
+					if _, stopped := backoff.Attempts(err); stopped {
 						t.Fatalf("Retry = %v, want op's error as is", err)
 					}
 				default:
-					var stop *backoff.StopError
-					if !errors.As(err, &stop) || !errors.Is(err, tt.reason) || !errors.Is(err, tt.wantErr) {
-						t.Fatalf("Retry = %v, want a StopError matching %v and %v", err, tt.reason, tt.wantErr)
+					attempts, stopped := backoff.Attempts(err)
+					if !stopped || !errors.Is(err, tt.reason) || !errors.Is(err, tt.wantErr) {
+						t.Fatalf("Retry = %v, want a stop matching %v and %v", err, tt.reason, tt.wantErr)
 					}
-					if stop.Attempts != len(tt.want) {
-						t.Errorf("Attempts = %d, want %d", stop.Attempts, len(tt.want))
+					if attempts != len(tt.want) {
+						t.Errorf("Attempts = %d, want %d", attempts, len(tt.want))
 					}
 				}
 			})
@@ -215,9 +214,8 @@ func TestRetryContextCancelledByOp(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	err := backoff.Retry(ctx, backoff.Meta, func(context.Context) error { cancel(); return pairErr })
-	var stop *backoff.StopError
-	if !errors.As(err, &stop) || !errors.Is(err, context.Canceled) || stop.Attempts != 1 {
-		t.Fatalf("Retry = %v, want a StopError for Canceled after 1 attempt", err)
+	if attempts, stopped := backoff.Attempts(err); !stopped || !errors.Is(err, context.Canceled) || attempts != 1 {
+		t.Fatalf("Retry = %v, want a stop for Canceled after 1 attempt", err)
 	}
 }
 
@@ -277,7 +275,7 @@ func TestIsRetryable(t *testing.T) {
 
 func TestStopErrorMessage(t *testing.T) {
 	t.Parallel()
-	err := &backoff.StopError{Reason: backoff.ErrMaxAttempts, Attempts: 3, Last: errcodes.PairRateLimit}
+	err := backoff.StopError(backoff.ErrMaxAttempts, 3, errcodes.PairRateLimit)
 	want := "backoff: max attempts reached after 3 attempts: errcodes: 131056 (Business Account, Consumer Account) pair rate limit hit"
 	if err.Error() != want {
 		t.Errorf("Error() = %q, want %q", err.Error(), want)

@@ -31,8 +31,9 @@ const (
 // while the schedule is in use.
 //
 // The zero value doubles from 1 s with no cap and no jitter: 1 s, 2 s,
-// 4 s, ... (the schedule most HTTP clients and job queues use; compare
-// [Meta]).
+// 4 s, ... (the schedule most HTTP clients and job queues use, usually
+// capped: Exponential{Max: time.Minute}; compare [Meta]). A constant wait
+// d is Exponential{Initial: d, Factor: 1}.
 type Exponential struct {
 	// Initial is the first delay. Zero or negative means 1 s.
 	Initial time.Duration
@@ -61,11 +62,6 @@ type Exponential struct {
 // is what one real project saw for a single message. No jitter: Meta's text
 // is exact, and the pair limit is per pair, so there is no herd to spread.
 var Meta = Exponential{Initial: time.Second, Factor: 4, Max: 256 * time.Second}
-
-// Doubling is the usual doubling schedule from 1 s capped at 60 s, shown for
-// comparison with [Meta]: by the fourth failure it has waited 15 s where
-// Meta's has waited 85 s.
-var Doubling = Exponential{Initial: time.Second, Factor: 2, Max: time.Minute}
 
 // Delay returns the wait before retry number retry (0 for the first retry).
 // A negative retry counts as 0.
@@ -114,9 +110,3 @@ func (e Exponential) float() float64 {
 	}
 	return rand.Float64()
 }
-
-// Constant waits the same duration before every retry.
-type Constant time.Duration
-
-// Delay returns the constant, whatever the retry.
-func (c Constant) Delay(int) time.Duration { return time.Duration(c) }

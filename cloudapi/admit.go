@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/pairkey"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
@@ -196,7 +197,7 @@ func (c *Client) Admission(t time.Time, from, to string, n int) (Admission, erro
 		if err != nil {
 			return Admission{}, invalid("to", "not a phone number or business-scoped user ID")
 		}
-		pair = pairlimit.PairOf(fromID, rcpt)
+		pair = pairOf(fromID, rcpt)
 	}
 	return c.admission(t, from, pair, n, time.Time{}, 0)
 }
@@ -281,3 +282,7 @@ func (s *sending) late(at, start time.Time, hold errcodes.Hold) error {
 func (s *sending) backpressure(hold errcodes.Hold, wait time.Duration) error {
 	return &BackpressureError{Limit: hold, Code: standsFor(hold, s.last), Wait: wait, ExpiresAt: s.deadline, IdempotencyKey: s.keys[0]}
 }
+
+// pairOf builds the pair of a phone number ID and a recipient already
+// parsed, without parsing them again (see internal/pairkey).
+var pairOf = pairkey.Of.(func(uint64, phone.Recipient) pairlimit.Pair)

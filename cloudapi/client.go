@@ -189,10 +189,24 @@ func WithThroughput(mps int, opts ...throughput.Option) Option {
 		if mps < 1 {
 			return fmt.Errorf("%w: throughput must be at least 1 message per second", ErrInvalidOption)
 		}
+		if err := checkThroughput(mps, opts); err != nil {
+			return err
+		}
 		c.defaultMPS = mps
 		c.tpOpts = opts
 		return nil
 	}
+}
+
+// checkThroughput reports, as an error matching ErrInvalidOption, a
+// figure or an option the number's throughput.Limiter would refuse
+// (throughput.ErrInvalidOption): a throwaway limiter's ReserveN of 0
+// messages checks its configuration and spends nothing.
+func checkThroughput(mps int, opts []throughput.Option) error {
+	if err := throughput.New(mps, opts...).ReserveN(time.Time{}, 0).Err(); errors.Is(err, throughput.ErrInvalidOption) {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return nil
 }
 
 // WithNumberThroughput sets the throughput of one business number, such as
@@ -204,6 +218,9 @@ func WithNumberThroughput(phoneNumberID string, mps int) Option {
 		}
 		if _, err := phone.ParseFrom(phoneNumberID); err != nil {
 			return fmt.Errorf("%w: phone number ID must be digits", ErrInvalidOption)
+		}
+		if err := checkThroughput(mps, nil); err != nil {
+			return err
 		}
 		c.mpsFor[phoneNumberID] = mps
 		return nil
@@ -226,8 +243,8 @@ func WithTier(t *throughput.Tier) Option {
 // WithBudget shares b, the app's call budget against the WABA, with the
 // Client: sends wait while Meta's refusal of a call (4, 613, 80007 or
 // 80008) holds it (b.RefusedUntil); a usage header about management calls
-// is fed to b but never holds a send. The default is a budget of
-// throughput.BudgetActiveWABA.
+// is fed to b but never holds a send. The default is a budget of 5,000
+// calls an hour, Meta's figure for a WABA with a registered number.
 func WithBudget(b *throughput.Budget) Option {
 	return func(c *Client) error {
 		if b == nil {
@@ -240,8 +257,8 @@ func WithBudget(b *throughput.Budget) Option {
 
 // WithRetry sets the least wait before a refused message is retried (the
 // limits' own holds may make it longer) and the most requests made for one
-// message. The defaults are backoff.Meta and backoff.DefaultMaxAttempts (6:
-// with Meta's 4^X schedule the waits between them add up to 341 s).
+// message. The defaults are backoff.Meta and 6 attempts (with Meta's 4^X
+// schedule the waits between them add up to 341 s).
 func WithRetry(s backoff.Schedule, maxAttempts int) Option {
 	return func(c *Client) error {
 		if s == nil || maxAttempts < 1 {
@@ -301,7 +318,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		clock:      clock.New(),
 		log:        slog.New(slog.DiscardHandler),
 		schedule:   backoff.Meta,
-		attempts:   backoff.DefaultMaxAttempts,
+		attempts:   6, // backoff.Retry's default: one try and five retries
 		defaultMPS: throughput.Default,
 		mpsFor:     map[string]int{},
 		newKey:     randomKey,
@@ -321,7 +338,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		c.pairs = pairlimit.New(pairlimit.Meta, c.pairOptions()...)
 	}
 	if c.budget == nil {
-		c.budget = throughput.NewBudget(throughput.BudgetActiveWABA, c.budgetOptions()...)
+		c.budget = throughput.NewBudget(5_000, c.budgetOptions()...) // Meta: a WABA with a registered number
 	}
 	c.idem = newIdemMemory(c.idemKeys, c.idemAge)
 	c.salt = make([]byte, 16)

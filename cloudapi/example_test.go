@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
@@ -130,8 +129,9 @@ func Example_errors() {
 		fmt.Println(cloudapi.StateOf(err))
 	}
 
-	// backoff.Retry honours the backpressure's RetryAfter.
-	var r backoff.RetryAfterer = bp
+	// backoff.Retry honours the backpressure's RetryAfter: it finds the
+	// method with errors.As.
+	var r interface{ RetryAfter() time.Duration } = bp
 	fmt.Println(r.RetryAfter() == bp.Wait)
 	// Output:
 	// refused pair 131056 18s

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,7 +117,8 @@ func TestUntracedTransportErrorIsUnknown(t *testing.T) {
 // date_time costs nothing, the pair least of all.
 func TestBadParametersFailBeforeSpending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pairs := pairlimit.New(pairlimit.Meta)
+		spent := &spendCounter{Store: pairlimit.NewMemoryStore(nil)}
+		pairs := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(spent))
 		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairs))
 		dt := func(raw string) cloudapi.Component {
 			return cloudapi.Body(cloudapi.Parameter{Type: "date_time", DateTime: json.RawMessage(raw)})
@@ -165,8 +167,8 @@ func TestBadParametersFailBeforeSpending(t *testing.T) {
 				t.Errorf("%s: Validate = %v", tt.name, err)
 			}
 		}
-		if n := len(h.srv.Requests()); n != 0 || pairs.Len() != 0 {
-			t.Errorf("invalid input spent something: %d requests, %d pairs", n, pairs.Len())
+		if n := len(h.srv.Requests()); n != 0 || spent.n.Load() != 0 {
+			t.Errorf("invalid input spent something: %d requests, %d pair reservations", n, spent.n.Load())
 		}
 		good := []cloudapi.Message{
 			cloudapi.Template(alice, "t", "en", dt(`{"fallback_value":"Monday"}`)),
@@ -622,19 +624,19 @@ type brokenStore struct{}
 
 var errDown = errors.New("store down")
 
-func (brokenStore) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+func (brokenStore) Reserve(context.Context, pairstore.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
 	return pairstore.Ticket{}, false, errDown
 }
-func (brokenStore) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
+func (brokenStore) Next(context.Context, pairstore.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errDown
 }
-func (brokenStore) Cancel(context.Context, pairlimit.Pair, time.Time, pairstore.Ticket) (bool, error) {
+func (brokenStore) Cancel(context.Context, pairstore.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errDown
 }
-func (brokenStore) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+func (brokenStore) Refuse(context.Context, pairstore.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
 	return 0, errDown
 }
-func (brokenStore) Accept(context.Context, pairlimit.Pair, time.Time) error { return errDown }
+func (brokenStore) Accept(context.Context, pairstore.Pair, time.Time) error { return errDown }
 
 // A limiter that cannot decide sends nothing: not submitted, zero requests.
 func TestPairStoreErrorSendsNothing(t *testing.T) {
@@ -785,4 +787,21 @@ func TestBudgetHoldsOnlyAfterARefusal(t *testing.T) {
 			t.Fatalf("613: %+v %v, want accepted after the 1 min hold", res, err)
 		}
 	})
+}
+
+// spendCounter counts the reservations and holds a pair limiter asks of
+// its store: a Send that spends nothing asks none.
+type spendCounter struct {
+	pairstore.Store
+	n atomic.Int64
+}
+
+func (s *spendCounter) Reserve(ctx context.Context, p pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+	s.n.Add(1)
+	return s.Store.Reserve(ctx, p, t, cost, maxWait)
+}
+
+func (s *spendCounter) Refuse(ctx context.Context, p pairstore.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
+	s.n.Add(1)
+	return s.Store.Refuse(ctx, p, t, holds, memory)
 }

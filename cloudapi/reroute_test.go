@@ -53,7 +53,7 @@ func TestMisroutedTemplateIsResentToMessages(t *testing.T) {
 			[]cloudapitest.Failure{{Code: errcodes.PairRateLimit}}, // the template rule answers first,
 			marketing(), []string{marketingPath, messagesPath, messagesPath}, cloudapi.StateAccepted, 0, 3},
 		{"the re-route is not a retry WithRetry counts", []cloudapitest.Option{cloudapitest.WithTemplate("order_update", "en_US", "UTILITY")},
-			[]cloudapi.Option{cloudapi.WithRetry(backoff.Doubling, 1)}, nil,
+			[]cloudapi.Option{cloudapi.WithRetry(backoff.Exponential{Max: time.Minute}, 1)}, nil,
 			marketing(), []string{marketingPath, messagesPath}, cloudapi.StateAccepted, 0, 2},
 		{"134100 at 5xx proves nothing: not re-routed", nil, nil,
 			[]cloudapitest.Failure{{Code: errcodes.MarketingAPITemplateCategory, Status: 500}},

@@ -191,7 +191,7 @@ func (c *Client) prepare(ctx context.Context, from string, msgs []Message) (*sen
 		}
 	}
 	if !s.to.IsZero() {
-		s.pair = pairlimit.PairOf(fromID, s.to)
+		s.pair = pairOf(fromID, s.to)
 	}
 	if len(msgs) > c.pairs.BurstCap() {
 		return nil, fmt.Errorf("cloudapi: %d bubbles: %w", len(msgs), pairlimit.ErrBurstTooLarge)

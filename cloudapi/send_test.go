@@ -403,7 +403,8 @@ func TestMarkRead(t *testing.T) {
 
 func TestValidationSpendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pairs := pairlimit.New(pairlimit.Meta)
+		spent := &spendCounter{Store: pairlimit.NewMemoryStore(nil)}
+		pairs := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(spent))
 		h := newHarness(t, nil, cloudapi.WithPairLimiter(pairs))
 		long := strings.Repeat("x", 4097)
 		bad := []struct {
@@ -451,8 +452,8 @@ func TestValidationSpendsNothing(t *testing.T) {
 		if _, err := h.c.SendBurst(t.Context(), number, msgs...); !errors.Is(err, pairlimit.ErrBurstTooLarge) {
 			t.Errorf("46 bubbles: %v", err)
 		}
-		if len(h.srv.Requests()) != 0 || pairs.Len() != 0 {
-			t.Errorf("invalid input spent something: %d requests, %d pairs", len(h.srv.Requests()), pairs.Len())
+		if len(h.srv.Requests()) != 0 || spent.n.Load() != 0 {
+			t.Errorf("invalid input spent something: %d requests, %d pair reservations", len(h.srv.Requests()), spent.n.Load())
 		}
 		// Every valid constructor goes through.
 		good := []cloudapi.Message{
@@ -554,7 +555,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		}
 	}
 	c, err := cloudapi.New(secretToken, cloudapi.WithNumberThroughput(number, throughput.Upgraded), cloudapi.WithAPIVersion("v21.0"))
-	if err != nil || c.Number(number).MPS() != 1000 || c.Number("1").MPS() != 80 {
+	if err != nil || c.Number(number).PerSecond() != 1000 || c.Number("1").PerSecond() != 80 {
 		t.Errorf("throughput overrides: %v", err)
 	}
 }

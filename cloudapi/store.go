@@ -4,17 +4,19 @@ import (
 	"fmt"
 
 	"github.com/wapace/wapace/pairlimit"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Store keeps the state of a Client's limits outside the process, so that
-// Clients in several processes pace as one: the pairs (pairlimit.Store)
+// Clients in several processes pace as one: the pairs (pairstore.Store)
 // and, through Throughput, each business number's throughput and the call
-// budget (throughput.Store). *redisstore.Store implements it.
+// budget (throughputstore.Store). *redisstore.Store implements it.
 type Store interface {
-	pairlimit.Store
+	pairstore.Store
 	// Throughput returns the store of the throughput buckets and tiers.
-	Throughput() throughput.Store
+	Throughput() throughputstore.Store
 }
 
 // BudgetKey is the key under which a Client with WithStore keeps its call

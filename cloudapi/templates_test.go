@@ -216,7 +216,7 @@ func TestListTemplatesFillsTheRegistry(t *testing.T) {
 		for i := range 150 {
 			srvOpts = append(srvOpts, cloudapitest.WithTemplate("note_"+strconv.Itoa(i), "fr", "UTILITY"))
 		}
-		budget := throughput.NewBudget(throughput.BudgetActiveWABA)
+		budget := throughput.NewBudget(5_000)
 		h := newHarness(t, srvOpts, cloudapi.WithBudget(budget))
 		ts, err := h.c.ListTemplates(t.Context(), waba)
 		if err != nil {
@@ -242,7 +242,7 @@ func TestListTemplatesFillsTheRegistry(t *testing.T) {
 // the call budget, so that the next listing waits it out.
 func TestListTemplatesRefusalHoldsTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := throughput.NewBudget(throughput.BudgetActiveWABA)
+		budget := throughput.NewBudget(5_000)
 		srv := cloudapitest.NewServer(t, cloudapitest.WithTemplate("promo", "en_US", "MARKETING"))
 		rt := &failOnce{next: srv.Client().Transport, code: errcodes.WABAManagementRateLimit}
 		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: rt}), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithBudget(budget))

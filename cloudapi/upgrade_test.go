@@ -85,7 +85,7 @@ func sendUpgradeCampaign(t *testing.T, c *cloudapi.Client, srv *cloudapitest.Ser
 			t.Fatal(err)
 		}
 	}
-	if got := c.Number(number).MPS(); got != throughput.Upgraded {
+	if got := c.Number(number).PerSecond(); got != throughput.Upgraded {
 		t.Errorf("number at %d msg/s after the upgrade notice", got)
 	}
 	if n := srv.Count(errcodes.ThroughputLimit); n != 0 {

@@ -21,15 +21,15 @@ import (
 // reservation, and gives its slot back right after that reservation is
 // cancelled: the interleaving of two concurrent probes.
 type interleaving struct {
-	pairlimit.Store
+	pairstore.Store
 	mu      sync.Mutex
 	armed   bool
 	pending bool
-	pair    pairlimit.Pair
+	pair    pairstore.Pair
 	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -41,7 +41,7 @@ func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Tim
 	return tk, ok, err
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -60,7 +60,7 @@ func instrumentations(tb testing.TB) []struct {
 }
 
 func newBenchClient(tb testing.TB, opts []cloudapi.Option) *cloudapi.Client {
-	const mps = 1 << 30
+	const mps = 10_000 // the most a throughput.Limiter accepts
 	c, err := cloudapi.New("BENCH_TOKEN", append([]cloudapi.Option{cloudapi.WithHTTPClient(&http.Client{Transport: cannedOK{}}), cloudapi.WithThroughput(mps)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)

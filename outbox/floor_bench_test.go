@@ -97,7 +97,7 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 		}
 	}
 	meta := cloudapitest.NewServer(b, cloudapitest.WithThroughput(1_000_000))
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(1_000_000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(10_000))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func markBlock(b *testing.B, dsn string, n int, opts ...outbox.Option) (rate flo
 		}
 	}
 	meta := cloudapitest.NewServer(b, cloudapitest.WithThroughput(1_000_000))
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(1_000_000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(10_000))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (o *Outbox) limits(from string) (pairlimit.Policy, int) {
 	if c == nil {
 		return pairlimit.Meta, throughput.Default
 	}
-	return c.PairLimiter().Policy(), c.Number(from).MPS()
+	return c.PairLimiter().Policy(), c.Number(from).PerSecond()
 }
 
 // dialect holds what differs between SQLite and Postgres.

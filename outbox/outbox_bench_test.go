@@ -44,7 +44,7 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	var wg sync.WaitGroup
 	for _, o := range obs {
 		c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
-			cloudapi.WithThroughput(1_000_000))
+			cloudapi.WithThroughput(10_000))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -242,15 +242,15 @@ func TestRestartRunKeepsPairPace(t *testing.T) {
 // reservation, and gives its slot back right after that one is cancelled:
 // two concurrent probes of one pair.
 type interleaving struct {
-	pairlimit.Store
+	pairstore.Store
 	mu      sync.Mutex
 	armed   bool
 	pending bool
-	pair    pairlimit.Pair
+	pair    pairstore.Pair
 	other   pairstore.Ticket
 }
 
-func (s *interleaving) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+func (s *interleaving) Reserve(ctx context.Context, p pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	s.flush(ctx, t)
 	tk, ok, err := s.Store.Reserve(ctx, p, t, cost, maxWait)
 	s.mu.Lock()
@@ -273,18 +273,18 @@ func (s *interleaving) flush(ctx context.Context, t time.Time) {
 	}
 }
 
-func (s *interleaving) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+func (s *interleaving) Cancel(ctx context.Context, p pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	ok, err := s.Store.Cancel(ctx, p, t, tk)
 	s.flush(ctx, t)
 	return ok, err
 }
 
-func (s *interleaving) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+func (s *interleaving) Next(ctx context.Context, p pairstore.Pair, t time.Time) (time.Time, error) {
 	s.flush(ctx, t)
 	return s.Store.Next(ctx, p, t)
 }
 
-func (s *interleaving) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
+func (s *interleaving) Accept(ctx context.Context, p pairstore.Pair, t time.Time) error {
 	s.flush(ctx, t)
 	return s.Store.Accept(ctx, p, t)
 }

@@ -65,7 +65,7 @@
 // # Stores
 //
 // The decision is a pure function of one pair's small [pairstore.State], the instant
-// and the policy's figures. A [Store] keeps the states and applies one rule
+// and the policy's figures. A [pairstore.Store] keeps the states and applies one rule
 // per call (one Lua script on Redis), so that several limiters, in one
 // process or many, pace the same pairs as one ([WithStore]). The default
 // is a memory store ([NewMemoryStore]) of the limiter's own: 1,024 shards of pointer-free
@@ -97,7 +97,8 @@
 // matched with errors.As for its data. Whatever fails reserved nothing.
 //
 //	error                        returned by                 means
-//	ErrInvalidNumber             NewPair (a *NumberError)    not a phone number or a BSUID
+//	*NumberError (errors.As)     NewPair, NormalizeRecipient not a phone number or a BSUID (Field, Reason)
+//	ErrInvalidOption             every decision              an option the Limiter cannot honour: it reserves nothing, ever
 //	ErrZeroPair                  every decision              the zero Pair: build pairs with NewPair
 //	ErrInvalidCount              ReserveN, WaitN, ReadyAt    n below 1
 //	ErrBurstTooLarge             ReserveN, WaitN, ReadyAt    n above the burst cap: never sendable together
@@ -105,7 +106,11 @@
 //	ErrStore                     every decision              the Store failed (unwraps to its error): do not send
 //	ctx.Err()                    WaitN                       cancelled while waiting; given back
 //
-// A [*NumberError]'s message never repeats the number. Every BSUID of
+// A [*NumberError]'s message never repeats the number, nor does
+// [Pair.String]. An invalid option (WithMargin below 0, WithBurstCap
+// outside 1 to the policy's Burst) is neither clamped nor ignored: the
+// Limiter's first decision reports it, naming the option and the value
+// (ReadyAt asks without reserving). Every BSUID of
 // Meta's grammar is accepted. [backoff.ErrDeadline] is the module's one
 // "cannot fit before your deadline" error (throughput and backoff return
 // it too):

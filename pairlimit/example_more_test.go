@@ -13,7 +13,7 @@ import (
 // and paced exactly like a phone number; logs show it masked.
 func ExampleNewPair_bsuid() {
 	pair, err := pairlimit.NewPair("106540352242922", "CO.1949266959121697")
-	fmt.Println(pair.IsBSUID(), pair.To(), pair, err)
+	fmt.Println(pair.To(), pair, err)
 
 	// Meta's example of 20 digits, and a parent BSUID: kept exactly.
 	long, err := pairlimit.NewPair("106540352242922", "US.13491208655302741918")
@@ -22,9 +22,9 @@ func ExampleNewPair_bsuid() {
 	fmt.Println(parent.To(), err)
 
 	_, err = pairlimit.NewPair("106540352242922", "us.1949266959121697")
-	fmt.Println(errors.Is(err, pairlimit.ErrInvalidNumber))
+	fmt.Println(errors.As(err, new(*pairlimit.NumberError)))
 	// Output:
-	// true CO.1949266959121697 106540352242922>CO.*************697 <nil>
+	// CO.1949266959121697 106540352242922>CO.*************697 <nil>
 	// US.13491208655302741918 <nil>
 	// US.ENT.11815799212886844830 <nil>
 	// true
@@ -98,4 +98,17 @@ func ExampleState() {
 	// second acts at + 12s
 	// first given back: false
 	// second given back: true ; owes until + 12s
+}
+
+// An option the limiter cannot honour is neither clamped nor ignored: its
+// first decision says what is wrong, and nothing is reserved.
+func ExampleWithBurstCap_invalid() {
+	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithBurstCap(50)) // Meta's burst is 45
+	pair, _ := pairlimit.NewPair("106540352242922", "237690000001")
+	_, err := lim.ReadyAt(time.Now(), pair, 1) // asks without reserving
+	fmt.Println(errors.Is(err, pairlimit.ErrInvalidOption))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pairlimit: invalid option WithBurstCap(50): the cap must be 1 to the policy's Burst, 45
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"pgregory.net/rapid"
+
+	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
 // settableClock is a clock whose Now is set directly.
@@ -19,7 +21,7 @@ func (c *settableClock) Now() time.Time { return c.now }
 
 // storeOnly hides a *memoryStore behind the Store interface, so that a
 // Limiter takes its general path instead of ReserveN's written-out hot path.
-type storeOnly struct{ Store }
+type storeOnly struct{ pairstore.Store }
 
 // TestPropertyHotPathMatchesGeneralPath: ReserveN writes the memory store's
 // reservation out in its own body for speed. Two limiters over two memory

@@ -26,6 +26,13 @@ var (
 	ErrInvalidCount = errors.New("pairlimit: message count must be at least 1")
 	// ErrZeroPair: the pair is the zero Pair; build pairs with NewPair.
 	ErrZeroPair = errors.New("pairlimit: zero pair")
+	// ErrInvalidOption is matched by the error of every decision of a
+	// Limiter built with an option it cannot honour (WithMargin below 0,
+	// WithBurstCap outside 1 to the policy's Burst): such a Limiter
+	// reserves nothing, ever, so that a mistake in its configuration is
+	// found at its first decision rather than paced around. The error names
+	// the option and the value.
+	ErrInvalidOption = errors.New("pairlimit: invalid option")
 )
 
 // DefaultMargin is the safety margin a Limiter adds after every burst
@@ -47,8 +54,17 @@ var metaHolds = func() []time.Duration {
 	return h
 }()
 
-// Option configures a Limiter.
+// Option configures a Limiter. An option given a value it cannot honour
+// makes every decision of the Limiter fail with an error matching
+// [ErrInvalidOption]; nothing is clamped or ignored.
 type Option func(*Limiter)
+
+// invalid records the first invalid option of l.
+func (l *Limiter) invalid(format string, args ...any) {
+	if l.err == nil {
+		l.err = fmt.Errorf("%w "+format, append([]any{ErrInvalidOption}, args...)...)
+	}
+}
 
 // WithClock makes the Limiter read time from, and wait on, c (the real clock
 // by default).
@@ -62,19 +78,27 @@ func WithClock(c clock.Clock) Option {
 
 // WithMargin sets the safety margin added after every burst (default
 // [DefaultMargin]). Zero sends exactly as the bare rule allows; a negative
-// value means zero.
+// margin is invalid ([ErrInvalidOption]).
 func WithMargin(d time.Duration) Option {
-	return func(l *Limiter) { l.margin = int64(max(d, 0)) }
+	return func(l *Limiter) {
+		if d < 0 {
+			l.invalid("WithMargin(%v): the margin must not be negative", d)
+			return
+		}
+		l.margin = int64(d)
+	}
 }
 
 // WithBurstCap lowers the number of messages one reservation may hold
-// (default: the policy's Burst). Values above the policy's Burst, or below 1,
-// are ignored.
+// (default: the policy's Burst). A cap below 1 or above the policy's Burst
+// is invalid ([ErrInvalidOption]).
 func WithBurstCap(n int) Option {
 	return func(l *Limiter) {
-		if n >= 1 && n <= l.policy.Burst {
-			l.burstCap = n
+		if n < 1 || n > l.policy.Burst {
+			l.invalid("WithBurstCap(%d): the cap must be 1 to the policy's Burst, %d", n, l.policy.Burst)
+			return
 		}
+		l.burstCap = n
 	}
 }
 
@@ -84,7 +108,7 @@ func WithBurstCap(n int) Option {
 // another. It is safe for concurrent use by multiple goroutines and starts no
 // goroutine of its own.
 //
-// The state lives in a [Store]: by default a memory store ([NewMemoryStore]) of the
+// The state lives in a [pairstore.Store]: by default a memory store ([NewMemoryStore]) of the
 // limiter's own, which spends memory only on pairs that still owe debt or
 // were refused recently; [WithStore] shares it.
 //
@@ -96,8 +120,9 @@ type Limiter struct {
 	interval int64
 	margin   int64
 	burstCap int
-	store    Store        // nil: mem
-	mem      *memoryStore // the built-in store, called without an interface
+	store    pairstore.Store // nil: mem
+	mem      *memoryStore    // the built-in store, called without an interface
+	err      error           // the first invalid option: every decision fails with it
 
 	ready atomic.Bool // set once the fields above are
 	once  sync.Mutex  // serialises lazy initialisation of a zero Limiter
@@ -120,6 +145,13 @@ func (l *Limiter) setup(p Policy, opts []Option) {
 	l.burstCap = p.Burst
 	for _, o := range opts {
 		o(l)
+	}
+	if l.err != nil {
+		// No store at all: every decision fails with l.err, and the hot
+		// path of ReserveN (which needs mem) is never taken.
+		l.store = nil
+		l.ready.Store(true)
+		return
 	}
 	if m, ok := l.store.(*memoryStore); ok {
 		l.store, l.mem = nil, m
@@ -154,6 +186,8 @@ func (l *Limiter) BurstCap() int { l.init(); return l.burstCap }
 func (l *Limiter) check(p Pair, n int) error {
 	l.init()
 	switch {
+	case l.err != nil:
+		return l.err
 	case p.IsZero():
 		return ErrZeroPair
 	case n < 1:
@@ -174,11 +208,11 @@ func (l *Limiter) cost(n int) time.Duration {
 	return time.Duration(sat.Add(int64(lo), l.margin))
 }
 
-// Len returns the number of pairs the limiter's own memory store holds
+// len returns the number of pairs the limiter's own memory store holds
 // state for: those that owe debt or were refused recently, plus any not yet
 // evicted. It is 0 with a store given by WithStore, other than a
 // *memoryStore.
-func (l *Limiter) Len() int {
+func (l *Limiter) len() int {
 	l.init()
 	if l.mem == nil {
 		return 0
@@ -380,35 +414,31 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 // the message: another process may share the number). The pair is held for
 // backoff.Meta.Delay(X) from t, X counting the pair's consecutive 131056
 // answers (1 s, 4 s, 16 s, 64 s, 256 s), unless it already owes longer.
-// Other pairs are untouched. It returns the hold applied (0 for the zero
-// pair, or when the store fails: use RefusedErr to see the error).
+// Other pairs are untouched. It returns the hold applied: 0 for the zero
+// pair, for a limiter built with an invalid option (see
+// [ErrInvalidOption]), or when the store could not record the hold (a
+// later send to the pair then meets Meta's own refusal again, and is
+// held then).
 func (l *Limiter) Refused(t time.Time, p Pair) time.Duration {
-	d, _ := l.RefusedErr(t, p)
-	return d
-}
-
-// RefusedErr is Refused that also returns an error matching ErrStore when the store
-// could not record the hold.
-func (l *Limiter) RefusedErr(t time.Time, p Pair) (time.Duration, error) {
 	l.init()
-	if p.IsZero() {
-		return 0, ErrZeroPair
+	if p.IsZero() || l.err != nil {
+		return 0
 	}
 	if l.mem != nil {
-		return l.mem.refuse(p, t.UnixNano(), metaHolds), nil
+		return l.mem.refuse(p, t.UnixNano(), metaHolds)
 	}
 	d, err := l.store.Refuse(context.Background(), p, t, metaHolds, failMemory)
 	if err != nil {
-		return 0, &storeError{Op: "refuse", Err: err}
+		return 0
 	}
-	return d, nil
+	return d
 }
 
 // Accepted records that Meta accepted a message for pair p at t, which
 // resets the pair's count of consecutive 131056 answers.
 func (l *Limiter) Accepted(t time.Time, p Pair) {
 	l.init()
-	if p.IsZero() {
+	if p.IsZero() || l.err != nil {
 		return
 	}
 	if l.mem != nil {

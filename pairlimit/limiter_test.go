@@ -148,8 +148,11 @@ func TestReserveNRejects(t *testing.T) {
 	if r := lim.ReserveN(t0, p, 5); !r.OK() || r.DelayFrom(t0) != 0 {
 		t.Errorf("a burst at the cap was refused: %v", r.Err())
 	}
-	if got := pairlimit.New(pairlimit.Meta, pairlimit.WithBurstCap(99)).BurstCap(); got != 45 {
-		t.Errorf("burst cap above the policy's = %d, want 45", got)
+	// A cap above the policy's Burst is refused, not ignored (issue 20):
+	// see TestInvalidOptions.
+	above := pairlimit.New(pairlimit.Meta, pairlimit.WithBurstCap(99))
+	if r := above.ReserveN(t0, p, 1); above.BurstCap() != 45 || r.OK() || !errors.Is(r.Err(), pairlimit.ErrInvalidOption) {
+		t.Errorf("burst cap above the policy's: cap %d, OK %v, %v", above.BurstCap(), r.OK(), r.Err())
 	}
 }
 
@@ -386,8 +389,10 @@ func TestPolicyDefaults(t *testing.T) {
 	if lim.Policy() != pairlimit.Meta || lim.Margin() != pairlimit.DefaultMargin || lim.BurstCap() != 45 {
 		t.Errorf("defaults: %+v margin %v cap %d", lim.Policy(), lim.Margin(), lim.BurstCap())
 	}
-	if got := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(-time.Second)).Margin(); got != 0 {
-		t.Errorf("negative margin = %v, want 0", got)
+	// A negative margin is refused, not clamped to 0 (issue 20): see
+	// TestInvalidOptions.
+	if r := pairlimit.New(pairlimit.Meta, pairlimit.WithMargin(-time.Second)).ReserveN(t0, mustPair(t, "1001", "237690000001"), 1); r.OK() || !errors.Is(r.Err(), pairlimit.ErrInvalidOption) {
+		t.Errorf("negative margin: OK %v, %v", r.OK(), r.Err())
 	}
 }
 

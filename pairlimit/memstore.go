@@ -16,7 +16,7 @@ import (
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
-// memoryStore is the in-memory [Store], the default of every [Limiter]:
+// memoryStore is the in-memory [pairstore.Store], the default of every [Limiter]:
 // pairs spread over 1,024 shards by a seeded hash, each shard a mutex and,
 // per business number, an open-addressing table of 16-byte slots probed
 // linearly: the recipient key, and in one word the pair's Due (48 bits of
@@ -159,7 +159,7 @@ type holdInfo struct {
 // has by default, that reads the time it judges expiry at from c (the real
 // clock if nil). Share one between Limiters (WithStore) to pace the same
 // pairs as one within a process. It is safe for concurrent use.
-func NewMemoryStore(c clock.Clock) Store { return newMemoryStore(c) }
+func NewMemoryStore(c clock.Clock) pairstore.Store { return newMemoryStore(c) }
 
 func newMemoryStore(c clock.Clock) *memoryStore {
 	if c == nil {
@@ -857,30 +857,66 @@ func (m *memoryStore) Len() int {
 	return n
 }
 
-// Reserve implements [Store]; it never fails.
-func (m *memoryStore) Reserve(_ context.Context, p Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+// Reserve implements [pairstore.Store]; it fails only on a pair that is
+// not one (the zero Pair, or strings NewPair rejects).
+func (m *memoryStore) Reserve(_ context.Context, sp pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+	p, err := storePair(sp)
+	if err != nil {
+		return pairstore.Ticket{}, false, err
+	}
 	tk, ok := m.reserve(p, t.UnixNano(), cost, maxWait)
 	return tk, ok, nil
 }
 
-// Next implements [Store]; it never fails.
-func (m *memoryStore) Next(_ context.Context, p Pair, t time.Time) (time.Time, error) {
+// Next implements [pairstore.Store], failing as Reserve does.
+func (m *memoryStore) Next(_ context.Context, sp pairstore.Pair, t time.Time) (time.Time, error) {
+	p, err := storePair(sp)
+	if err != nil {
+		return time.Time{}, err
+	}
 	return time.Unix(0, m.next(p, t.UnixNano())), nil
 }
 
-// Cancel implements [Store]; it never fails.
-func (m *memoryStore) Cancel(_ context.Context, p Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+// Cancel implements [pairstore.Store], failing as Reserve does.
+func (m *memoryStore) Cancel(_ context.Context, sp pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+	p, err := storePair(sp)
+	if err != nil {
+		return false, err
+	}
 	return m.cancel(p, t.UnixNano(), tk), nil
 }
 
-// Refuse implements [Store]; it never fails. The memory store keeps a
+// Refuse implements [pairstore.Store], failing as Reserve does. The
+// memory store keeps a
 // pair's 131056 count for 15 minutes after its hold, whatever memory says.
-func (m *memoryStore) Refuse(_ context.Context, p Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
+func (m *memoryStore) Refuse(_ context.Context, sp pairstore.Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
+	p, err := storePair(sp)
+	if err != nil {
+		return 0, err
+	}
 	return m.refuse(p, t.UnixNano(), holds), nil
 }
 
-// Accept implements [Store]; it never fails.
-func (m *memoryStore) Accept(_ context.Context, p Pair, t time.Time) error {
+// Accept implements [pairstore.Store], failing as Reserve does.
+func (m *memoryStore) Accept(_ context.Context, sp pairstore.Pair, t time.Time) error {
+	p, err := storePair(sp)
+	if err != nil {
+		return err
+	}
 	m.accept(p, t.UnixNano())
 	return nil
+}
+
+// storePair returns the Pair behind a pairstore.Pair: itself when it is one
+// (the limiter always passes its own), or parsed again from its strings.
+// A store never fails on a Pair the limiter gives it; the error is for a
+// pairstore.Pair of another kind whose strings are not a pair.
+func storePair(sp pairstore.Pair) (Pair, error) {
+	if p, ok := sp.(Pair); ok {
+		if p.IsZero() {
+			return Pair{}, ErrZeroPair
+		}
+		return p, nil
+	}
+	return NewPair(sp.From(), sp.To())
 }

@@ -1,18 +1,15 @@
 package pairlimit
 
 import (
-	"errors"
 	"strconv"
 
+	"github.com/wapace/wapace/internal/pairkey"
 	"github.com/wapace/wapace/internal/phone"
 )
 
-// ErrInvalidNumber is matched (with errors.Is) by every error NewPair
-// returns.
-var ErrInvalidNumber = errors.New("pairlimit: invalid phone number")
-
-// NumberError reports why NewPair rejected one of its arguments. Its
-// message never repeats the full number.
+// NumberError reports why NewPair (or NormalizeRecipient) rejected one of
+// its arguments; match it with errors.As. Its message never repeats the
+// full number.
 type NumberError struct {
 	// Field is "from" (the business phone number ID) or "to" (the recipient).
 	Field string
@@ -24,9 +21,6 @@ type NumberError struct {
 func (e *NumberError) Error() string {
 	return "pairlimit: invalid " + e.Field + " number: " + e.Reason
 }
-
-// Is reports whether target is ErrInvalidNumber.
-func (e *NumberError) Is(target error) bool { return target == ErrInvalidNumber }
 
 // Pair is one business phone number and one WhatsApp recipient (a phone
 // number or a business-scoped user ID): the unit Meta's pair rate limit
@@ -81,14 +75,14 @@ func NewPair(from, to string) (Pair, error) {
 	if err != nil {
 		return Pair{}, numberError(err)
 	}
-	return PairOf(f, r), nil
+	return pairOf(f, r), nil
 }
 
-// PairOf returns the pair of a business phone number ID and a recipient
-// that were already parsed (with this module's internal/phone ParseFrom and
-// ParseTo), without parsing them again. It is for this module's packages;
-// other callers use NewPair. A zero from or recipient gives the zero Pair.
-func PairOf(from uint64, to phone.Recipient) Pair {
+// pairOf returns the pair of a business phone number ID and a recipient
+// that were already parsed (internal/phone ParseFrom and ParseTo), without
+// parsing them again; this module's packages reach it through
+// internal/pairkey. A zero from or recipient gives the zero Pair.
+func pairOf(from uint64, to phone.Recipient) Pair {
 	if from == 0 || to.IsZero() {
 		return Pair{}
 	}
@@ -130,20 +124,14 @@ func (p Pair) To() string {
 	return phone.RecipientOf(p.to).String()
 }
 
-// IsBSUID reports whether the pair's recipient is a business-scoped user ID.
-func (p Pair) IsBSUID() bool { return p.id != "" || phone.RecipientOf(p.to).IsBSUID() }
-
 // IsZero reports whether p is the zero Pair, which no limiter accepts.
 func (p Pair) IsZero() bool { return p.from == 0 || p.to == 0 }
 
 // String returns the pair with the recipient masked, safe for logs:
 // "106540352242922>2376*****001", "106540352242922>CO.*************697".
-func (p Pair) String() string { return p.From() + ">" + MaskRecipient(p.To()) }
+// A phone number keeps its first four and last three characters; a BSUID
+// keeps its country code and, when its ID is longer than six characters,
+// the ID's last three.
+func (p Pair) String() string { return p.From() + ">" + phone.Mask(p.To()) }
 
-// MaskRecipient masks a recipient for logs so that it is never shown
-// whole. A phone number keeps its first four and last three characters:
-// "237690000001" becomes "2376*****001"; inputs of seven characters or
-// fewer are masked whole. A BSUID keeps its country code and, when its ID is
-// longer than six characters, the ID's last three: "CO.1949266959121697"
-// becomes "CO.*************697".
-func MaskRecipient(s string) string { return phone.Mask(s) }
+func init() { pairkey.Of = pairOf }

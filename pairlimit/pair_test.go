@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -60,7 +61,7 @@ func TestNewPairRejects(t *testing.T) {
 				t.Fatalf("NewPair(%q, %q) = %v, want an error", tt.from, tt.to, p)
 			}
 			var ne *pairlimit.NumberError
-			if !errors.As(err, &ne) || !errors.Is(err, pairlimit.ErrInvalidNumber) || ne.Reason != tt.reason {
+			if !errors.As(err, &ne) || ne.Reason != tt.reason {
 				t.Fatalf("error = %#v, want reason %q", err, tt.reason)
 			}
 			if len(tt.to) >= 7 && strings.Contains(err.Error(), tt.to) {
@@ -73,12 +74,16 @@ func TestNewPairRejects(t *testing.T) {
 	}
 }
 
+// TestMaskRecipient: Pair.String masks the recipient with phone.Mask.
 func TestMaskRecipient(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"237690000001": "2376*****001", "1234567": "*******", "12": "**", "": "*", "12345678": "1234*678"} {
-		if got := pairlimit.MaskRecipient(in); got != want {
-			t.Errorf("MaskRecipient(%q) = %q, want %q", in, got, want)
+		if got := phone.Mask(in); got != want {
+			t.Errorf("Mask(%q) = %q, want %q", in, got, want)
 		}
+	}
+	if got := mustPair(t, "1001", "237690000001").String(); got != "1001>2376*****001" {
+		t.Errorf("String() = %q", got)
 	}
 }
 
@@ -89,7 +94,7 @@ func FuzzNewPair(f *testing.F) {
 	f.Fuzz(func(t *testing.T, from, to string) {
 		p, err := pairlimit.NewPair(from, to)
 		if err != nil {
-			if !errors.Is(err, pairlimit.ErrInvalidNumber) || !p.IsZero() {
+			if !errors.As(err, new(*pairlimit.NumberError)) || !p.IsZero() {
 				t.Fatalf("NewPair error %v with pair %v", err, p)
 			}
 			return

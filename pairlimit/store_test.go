@@ -14,26 +14,26 @@ import (
 
 // wrapped hides a MemoryStore behind the interface, so that the limiter
 // takes its generic path.
-type wrapped struct{ pairlimit.Store }
+type wrapped struct{ pairstore.Store }
 
 // broken fails every decision.
 type broken struct{}
 
 var errDown = errors.New("connection refused")
 
-func (broken) Reserve(context.Context, pairlimit.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+func (broken) Reserve(context.Context, pairstore.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
 	return pairstore.Ticket{}, false, errDown
 }
-func (broken) Next(context.Context, pairlimit.Pair, time.Time) (time.Time, error) {
+func (broken) Next(context.Context, pairstore.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errDown
 }
-func (broken) Cancel(context.Context, pairlimit.Pair, time.Time, pairstore.Ticket) (bool, error) {
+func (broken) Cancel(context.Context, pairstore.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errDown
 }
-func (broken) Refuse(context.Context, pairlimit.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+func (broken) Refuse(context.Context, pairstore.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
 	return 0, errDown
 }
-func (broken) Accept(context.Context, pairlimit.Pair, time.Time) error { return errDown }
+func (broken) Accept(context.Context, pairstore.Pair, time.Time) error { return errDown }
 
 func TestStoreErrorsAreTyped(t *testing.T) {
 	t.Parallel()
@@ -49,8 +49,8 @@ func TestStoreErrorsAreTyped(t *testing.T) {
 	if _, err := lim.ReadyAt(t0, p, 1); !errors.Is(err, pairlimit.ErrStore) {
 		t.Errorf("ReadyAt: %v", err)
 	}
-	if _, err := lim.RefusedErr(t0, p); !errors.Is(err, pairlimit.ErrStore) {
-		t.Errorf("RefusedErr: %v", err)
+	if d := lim.Refused(t0, p); d != 0 {
+		t.Errorf("Refused on a broken store = %v, want 0: no hold was recorded", d)
 	}
 	if err := lim.Wait(t.Context(), p); !errors.Is(err, pairlimit.ErrStore) {
 		t.Errorf("Wait: %v", err)
@@ -63,7 +63,7 @@ func TestStoreErrorsAreTyped(t *testing.T) {
 // or the built-in path alike.
 func TestSharedStorePacesAsOne(t *testing.T) {
 	t.Parallel()
-	for _, shared := range []pairlimit.Store{pairlimit.NewMemoryStore(nil), wrapped{pairlimit.NewMemoryStore(nil)}} {
+	for _, shared := range []pairstore.Store{pairlimit.NewMemoryStore(nil), wrapped{pairlimit.NewMemoryStore(nil)}} {
 		a := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(shared), pairlimit.WithMargin(0))
 		b := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(shared), pairlimit.WithMargin(0))
 		p := mustPair(t, "1001", "237690000001")

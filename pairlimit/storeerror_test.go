@@ -13,19 +13,19 @@ var errStoreDown = errors.New("connection refused")
 
 type downStore struct{}
 
-func (downStore) Reserve(context.Context, Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
+func (downStore) Reserve(context.Context, pairstore.Pair, time.Time, time.Duration, time.Duration) (pairstore.Ticket, bool, error) {
 	return pairstore.Ticket{}, false, errStoreDown
 }
-func (downStore) Next(context.Context, Pair, time.Time) (time.Time, error) {
+func (downStore) Next(context.Context, pairstore.Pair, time.Time) (time.Time, error) {
 	return time.Time{}, errStoreDown
 }
-func (downStore) Cancel(context.Context, Pair, time.Time, pairstore.Ticket) (bool, error) {
+func (downStore) Cancel(context.Context, pairstore.Pair, time.Time, pairstore.Ticket) (bool, error) {
 	return false, errStoreDown
 }
-func (downStore) Refuse(context.Context, Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
+func (downStore) Refuse(context.Context, pairstore.Pair, time.Time, []time.Duration, time.Duration) (time.Duration, error) {
 	return 0, errStoreDown
 }
-func (downStore) Accept(context.Context, Pair, time.Time) error { return errStoreDown }
+func (downStore) Accept(context.Context, pairstore.Pair, time.Time) error { return errStoreDown }
 
 // TestStoreErrorNamesTheDecision: moved from TestStoreErrorsAreTyped when
 // the store error's type was unexported: the error of a failed store names

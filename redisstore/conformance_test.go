@@ -4,23 +4,23 @@ import (
 	"testing"
 
 	"github.com/wapace/wapace/internal/redistest"
-	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
 func TestPairStoreConformance(t *testing.T) {
 	rdb := redistest.Client(t)
-	pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+	pairlimittest.TestStore(t, func(t *testing.T) pairstore.Store {
 		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t)))
 	})
 }
 
 func TestThroughputStoreConformance(t *testing.T) {
 	rdb := redistest.Client(t)
-	throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+	throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store {
 		return redisstore.New(rdb, redisstore.WithPrefix(redistest.Prefix(t))).Throughput()
 	})
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -163,7 +162,7 @@ func TestScriptFlushUnderConcurrency(t *testing.T) {
 					return
 				}
 				tks <- tk
-				btk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, time.Millisecond, 1<<20, throughput.InfDuration)
+				btk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, time.Millisecond, 1<<20, time.Duration(math.MaxInt64))
 				if err != nil || !ok {
 					t.Error("bucket reserve:", ok, err)
 					return
@@ -408,7 +407,7 @@ func TestPausedBucketSaturates(t *testing.T) {
 	const interval = time.Duration(math.MaxInt64 / 4)
 	var model throughputstore.BucketState
 	for i := range 6 {
-		tk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, interval, 1, throughput.InfDuration)
+		tk, ok, err := th.Reserve(ctx, "106540352242922", t0, 1, interval, 1, time.Duration(math.MaxInt64))
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
@@ -476,7 +475,7 @@ func TestConcurrentBucketGiveBackIsExact(t *testing.T) {
 						return
 					}
 				}
-				tk, ok, err := th.Reserve(ctx, key, t0, 1, interval, 1<<20, throughput.InfDuration)
+				tk, ok, err := th.Reserve(ctx, key, t0, 1, interval, 1<<20, time.Duration(math.MaxInt64))
 				if err != nil || !ok {
 					t.Error("reserve:", ok, err)
 					return

@@ -8,7 +8,6 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -37,7 +36,7 @@ func WithLocalFallback(c clock.Clock) Option {
 			c = clock.New()
 		}
 		s.local = pairlimit.NewMemoryStore(c)
-		s.localTP = throughput.NewMemoryStore(c)
+		s.localTP = throughputstore.NewMemoryStore(c)
 	}
 }
 

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/wapace/wapace/internal/redistest"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
 )
 
 // lossWorld is one Redis server of the test's own (its state is lost on
@@ -84,7 +84,7 @@ func TestStateLossKeepsDebts(t *testing.T) {
 			}
 			// The number's throughput bucket, spent by A: 80 messages at t0.
 			thA, thB := a.Throughput(), b.Throughput()
-			if _, ok, err := thA.Reserve(t.Context(), num, t0, 80, time.Second/80, 80, throughput.InfDuration); !ok || err != nil {
+			if _, ok, err := thA.Reserve(t.Context(), num, t0, 80, time.Second/80, 80, time.Duration(math.MaxInt64)); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
 
@@ -132,7 +132,7 @@ func TestStateLossKeepsDebts(t *testing.T) {
 			}
 			// The lost bucket starts spent: 80 more in the same second would
 			// double the second's count.
-			tk, ok, err := thB.Reserve(t.Context(), num, t0.Add(100*time.Millisecond), 80, time.Second/80, 80, throughput.InfDuration)
+			tk, ok, err := thB.Reserve(t.Context(), num, t0.Add(100*time.Millisecond), 80, time.Second/80, 80, time.Duration(math.MaxInt64))
 			if err != nil || !ok || time.Unix(0, tk.Act).Before(t0.Add(time.Second)) {
 				t.Errorf("80 more messages after the loss act at +%v (%v %v), want a second after the first 80",
 					time.Unix(0, tk.Act).Sub(t0), ok, err)

@@ -5,10 +5,10 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairlimittest"
+	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/redisstore"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
@@ -22,12 +22,12 @@ func TestConformanceOnMiniredis(t *testing.T) {
 	n := 0
 	prefix := func() string { n++; return "k" + string(rune('a'+n)) + ":" }
 	t.Run("pairlimit", func(t *testing.T) {
-		pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store {
+		pairlimittest.TestStore(t, func(t *testing.T) pairstore.Store {
 			return redisstore.New(rdb, redisstore.WithPrefix(prefix()))
 		})
 	})
 	t.Run("throughput", func(t *testing.T) {
-		throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
+		throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store {
 			return redisstore.New(rdb, redisstore.WithPrefix(prefix())).Throughput()
 		})
 	})

@@ -13,16 +13,16 @@ import (
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )
 
-var _ pairlimit.Store = (*Store)(nil)
+var _ pairstore.Store = (*Store)(nil)
 
 // pairKey is the pair's key, in its number's hash slot:
 // prefix{from}:p:to.
-func (s *Store) pairKey(p pairlimit.Pair) string {
+func (s *Store) pairKey(p pairstore.Pair) string {
 	return s.prefix + "{" + p.From() + "}:p:" + p.To()
 }
 
 // pairKeys is pairKey as the keys of a script.
-func (s *Store) pairKeys(p pairlimit.Pair) []string { return []string{s.pairKey(p)} }
+func (s *Store) pairKeys(p pairstore.Pair) []string { return []string{s.pairKey(p)} }
 
 func ns(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
 
@@ -39,10 +39,14 @@ func fromBase(a []any, i int) int64 {
 	return offsetAt(float64(replyInt(a, i)), float64(replyInt(a, i+1)), float64(replyInt(a, i+2)))
 }
 
-// Reserve implements [pairlimit.Store]: State.Reserve in one script, with
+// Reserve implements [pairstore.Store]: State.Reserve in one script, with
 // the pair's Due lifted to this Store's own floor for it and, after a loss
 // of Redis's state, to the loss's quarantine (see StateLoss).
-func (s *Store) Reserve(ctx context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+func (s *Store) Reserve(ctx context.Context, sp pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+	p, err := asPair(sp)
+	if err != nil {
+		return pairstore.Ticket{}, false, err
+	}
 	wait := noWait
 	if maxWait < pairlimit.InfDuration {
 		wait = int64(max(maxWait, 0))
@@ -355,8 +359,12 @@ func keepFor(t time.Time, abs, rel any) any {
 	return rel
 }
 
-// Next implements [pairlimit.Store]: max(t, Due), reading only.
-func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+// Next implements [pairstore.Store]: max(t, Due), reading only.
+func (s *Store) Next(ctx context.Context, sp pairstore.Pair, t time.Time) (time.Time, error) {
+	p, err := asPair(sp)
+	if err != nil {
+		return time.Time{}, err
+	}
 	sec, nsec := secNs(t.UnixNano())
 	v, err := s.runRO(ctx, "pair next", pairNext, s.pairKeys(p), sec, nsec)
 	if s.fallback(err) {
@@ -383,12 +391,16 @@ func (s *Store) Next(ctx context.Context, p pairlimit.Pair, t time.Time) (time.T
 	return time.Unix(0, at), nil
 }
 
-// Cancel implements [pairlimit.Store]: State.Cancel in one script. It
+// Cancel implements [pairstore.Store]: State.Cancel in one script. It
 // also reports false, giving nothing back, while this Store has another
 // give-back of the pair in flight, or a reservation of it whose floor
 // (see StateLoss) lies above the Due tk found: the two overlap, and the
 // other goes first, as a later reservation would.
-func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+func (s *Store) Cancel(ctx context.Context, sp pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+	p, err := asPair(sp)
+	if err != nil {
+		return false, err
+	}
 	if tk.ID == 0 {
 		return false, nil
 	}
@@ -422,8 +434,8 @@ func (s *Store) Cancel(ctx context.Context, p pairlimit.Pair, t time.Time, tk pa
 	return n == 1, nil
 }
 
-// Refuse implements [pairlimit.Store]: State.Refuse in one script.
-func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
+// Refuse implements [pairstore.Store]: State.Refuse in one script.
+func (s *Store) Refuse(ctx context.Context, p pairstore.Pair, t time.Time, holds []time.Duration, memory time.Duration) (time.Duration, error) {
 	sec, nsec := secNs(t.UnixNano())
 	args := []any{sec, nsec, keepArg(t), ns(max(memory, 0))}
 	for _, h := range holds {
@@ -443,8 +455,8 @@ func (s *Store) Refuse(ctx context.Context, p pairlimit.Pair, t time.Time, holds
 	return max(holds[i], 0), nil
 }
 
-// Accept implements [pairlimit.Store]: State.Accept in one script.
-func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error {
+// Accept implements [pairstore.Store]: State.Accept in one script.
+func (s *Store) Accept(ctx context.Context, p pairstore.Pair, t time.Time) error {
 	sec, nsec := secNs(t.UnixNano())
 	_, err := s.run(ctx, "pair accept", pairAccept, s.pairKeys(p), sec, nsec, keepArg(t))
 	if s.local != nil {
@@ -454,6 +466,23 @@ func (s *Store) Accept(ctx context.Context, p pairlimit.Pair, t time.Time) error
 		}
 	}
 	return err
+}
+
+// asPair returns the pairlimit.Pair behind a pairstore.Pair: itself when
+// it is one (a pair limiter always passes its own), or parsed again from
+// its strings. The zero Pair is refused: it names no pair.
+func asPair(sp pairstore.Pair) (pairlimit.Pair, error) {
+	p, ok := sp.(pairlimit.Pair)
+	if !ok {
+		var err error
+		if p, err = pairlimit.NewPair(sp.From(), sp.To()); err != nil {
+			return pairlimit.Pair{}, err
+		}
+	}
+	if p.IsZero() {
+		return pairlimit.Pair{}, pairlimit.ErrZeroPair
+	}
+	return p, nil
 }
 
 // pairStateOf reads p's whole state (for tests).

@@ -42,7 +42,7 @@ func TestOneRoundTripPerDecision(t *testing.T) {
 		_, _ = s.Cancel(ctx, p, t0, tk)
 		_, _ = s.Refuse(ctx, p, t0, []time.Duration{time.Second}, time.Minute)
 		_ = s.Accept(ctx, p, t0)
-		btk, _, _ := th.Reserve(ctx, "n", t0, 1, time.Millisecond, 1, throughput.InfDuration)
+		btk, _, _ := th.Reserve(ctx, "n", t0, 1, time.Millisecond, 1, time.Duration(math.MaxInt64))
 		_, _ = th.Cancel(ctx, "n", t0, btk)
 		_, _ = th.Hold(ctx, "n", t0)
 		ctk, _, _, _ := th.Claim(ctx, "t", 1, t0, 5, time.Hour)
@@ -240,7 +240,7 @@ func TestBucketBaseFarFromCallDecidesExactly(t *testing.T) {
 	th := newTestStore(t).Throughput()
 	ctx := t.Context()
 	far := t0.Add(200 * 365 * 24 * time.Hour)
-	tk, ok, err := th.Reserve(ctx, "n", far, 1, time.Millisecond, 1, throughput.InfDuration)
+	tk, ok, err := th.Reserve(ctx, "n", far, 1, time.Millisecond, 1, time.Duration(math.MaxInt64))
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -248,7 +248,7 @@ func TestBucketBaseFarFromCallDecidesExactly(t *testing.T) {
 		t.Fatalf("cancel %v %v", ok, err)
 	}
 	at := t0.Add(123456789)
-	tk, ok, err = th.Reserve(ctx, "n", at, 1, time.Millisecond, 1, throughput.InfDuration)
+	tk, ok, err = th.Reserve(ctx, "n", at, 1, time.Millisecond, 1, time.Duration(math.MaxInt64))
 	if err != nil || !ok || tk.Act != at.UnixNano() {
 		t.Fatalf("act %d, want %d (diff %d)", tk.Act, at.UnixNano(), tk.Act-at.UnixNano())
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -243,7 +243,7 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 			op = "reserve"
 			n := 1 + rng.IntN(burst)
 			interval := []time.Duration{50 * time.Millisecond, 80 * time.Millisecond}[rng.IntN(2)]
-			maxWait := throughput.InfDuration
+			maxWait := time.Duration(math.MaxInt64)
 			if rng.IntN(2) == 0 {
 				maxWait = time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
 			}
@@ -251,7 +251,7 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 			var ok bool
 			if old {
 				wait := int64(-1)
-				if maxWait < throughput.InfDuration {
+				if maxWait < time.Duration(math.MaxInt64) {
 					wait = int64(maxWait)
 				}
 				v, err := oldBucketReserve.Run(ctx, s.rdb, th.bucketKey(key), sec, nsec, n, int64(interval), burst, wait, int64(bucketKeep)).Result()
@@ -274,7 +274,7 @@ func TestRollingUpgradeSharesBuckets(t *testing.T) {
 				}
 			}
 			wantAct := model.Next(at.UnixNano(), n, interval, burst)
-			wantOK := maxWait == throughput.InfDuration || wantAct <= at.UnixNano()+int64(maxWait)
+			wantOK := maxWait == time.Duration(math.MaxInt64) || wantAct <= at.UnixNano()+int64(maxWait)
 			if ok != wantOK || tk.Act != wantAct {
 				t.Fatalf("step %d (old %v): Reserve = %v %d, model %v %d", step, old, ok, tk.Act, wantOK, wantAct)
 			}

@@ -140,7 +140,7 @@ elseif ARGV[QO] ~= '' then
 end
 `
 
-// pairReserveLua is pairlimit.Store.Reserve. KEYS: the pair, its number's
+// pairReserveLua is pairstore.Store.Reserve. KEYS: the pair, its number's
 // epoch marker. ARGV: t (sec, ns), cost, maxWait (-1: none), keep (see
 // pairSave), the marker the caller knew, the end of the quarantine it knew
 // (an offset from t in ns, "" for none), the lost-state debt, and the
@@ -206,7 +206,7 @@ if ARGV[9] ~= '' then
 end
 `
 
-// pairNextLua is pairlimit.Store.Next: max(t, Due), changing nothing.
+// pairNextLua is pairstore.Store.Next: max(t, Due), changing nothing.
 // ARGV: t (sec, ns). Returns {bs, bn, offset}, {} for t itself, or {0}
 // when Redis holds no state for the pair (the Go side applies a loss's
 // quarantine and its own floor).
@@ -218,7 +218,7 @@ if d > lim then d = lim end
 return {bs, bn, d}
 `
 
-// pairCancelLua is pairlimit.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// pairCancelLua is pairstore.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevDue (sec, ns; "z" for none), act (sec, ns), end (sec, ns).
 // Returns 1 when it gave back.
 const pairCancelLua = pairLoad + `
@@ -239,7 +239,7 @@ if e > t then t = e end
 return 1
 `
 
-// pairRefuseLua is pairlimit.Store.Refuse. ARGV: t (sec, ns), keep,
+// pairRefuseLua is pairstore.Store.Refuse. ARGV: t (sec, ns), keep,
 // memory, then the holds. Returns the index of the hold it applied (-1
 // for none): the Go side reads the hold exactly from its own list, where a
 // hold of 2^63 ns or more would come back as the smallest int64. Hold and
@@ -261,7 +261,7 @@ if f < 4294967295 then f = f + 1 end
 return i
 `
 
-// pairAcceptLua is pairlimit.Store.Accept: Fails returns to zero. ARGV:
+// pairAcceptLua is pairstore.Store.Accept: Fails returns to zero. ARGV:
 // t (sec, ns), keep.
 const pairAcceptLua = pairLoad + `
 if not raw or f == 0 then return 1 end
@@ -323,7 +323,7 @@ else
 end
 `
 
-// bucketReserveLua is throughput.Store.Reserve. KEYS: the bucket, its
+// bucketReserveLua is throughputstore.Store.Reserve. KEYS: the bucket, its
 // epoch marker. ARGV: t (sec, ns), n, interval, burst, maxWait (-1: none),
 // keep (see bucketSave), the marker the caller knew, the instant a loss's
 // marker was written (an offset from t, "" for none), 0. A bucket Redis lost, asked
@@ -377,7 +377,7 @@ if note then return {1, bs, bn, act, top, prevTop, prevTat, mk} end
 return {1, bs, bn, act, top, prevTop, prevTat}
 `
 
-// bucketCancelLua is throughput.Store.Cancel. ARGV: t (sec, ns), keep, id,
+// bucketCancelLua is throughputstore.Store.Cancel. ARGV: t (sec, ns), keep, id,
 // prevTop, prevTAT (sec, ns; "z" for none), act (sec, ns).
 const bucketCancelLua = bucketLoad + `
 if not found then return 0 end
@@ -389,7 +389,7 @@ top = tonumber(ARGV[5])
 return 1
 `
 
-// bucketHoldLua is throughput.Store.Hold. ARGV: until (sec, ns), keep.
+// bucketHoldLua is throughputstore.Store.Hold. ARGV: until (sec, ns), keep.
 // Returns {bs, bn, hold}.
 const bucketHoldLua = bucketLoad + `
 hold = math.max(hold or t, t)
@@ -429,7 +429,7 @@ local function tierExpire(window, keep, tm)
 end
 `
 
-// tierClaimLua is throughput.Store.Claim. ARGV: t (sec, ns), to, limit,
+// tierClaimLua is throughputstore.Store.Claim. ARGV: t (sec, ns), to, limit,
 // window, keep, skew. Returns {ok, es, en, at or retryAt offset, new}.
 // Counts are dropped only once expired at the present: the earlier of t and
 // Redis's clock less skew, so that a claim at a future instant never drops
@@ -482,7 +482,7 @@ end
 return {0, es, en, string.format('%d', t + window), 0}
 `
 
-// tierReleaseLua is throughput.Store.Release. ARGV: to, at (sec, ns), new.
+// tierReleaseLua is throughputstore.Store.Release. ARGV: to, at (sec, ns), new.
 const tierReleaseLua = `
 if ARGV[4] ~= "1" then return 0 end
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
@@ -494,7 +494,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 return 1
 `
 
-// tierCountLua is throughput.Store.Count. ARGV: t (sec, ns), window.
+// tierCountLua is throughputstore.Store.Count. ARGV: t (sec, ns), window.
 const tierCountLua = `
 local ep = redis.call('HMGET', KEYS[2], 's', 'n')
 if not ep[1] then return 0 end

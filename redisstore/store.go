@@ -9,7 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wapace/wapace/pairlimit"
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/pairlimit/pairstore"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // DefaultPrefix starts every key the Store writes unless WithPrefix says
@@ -91,8 +92,8 @@ type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	local   pairlimit.Store  // with WithLocalFallback: decides while Redis is down
-	localTP throughput.Store // the same for the throughput limits
+	local   pairstore.Store       // with WithLocalFallback: decides while Redis is down
+	localTP throughputstore.Store // the same for the throughput limits
 
 	// Surviving a loss of Redis's state (loss.go).
 	shadow      shadow        // the debts this Store's own reservations left

@@ -2,25 +2,25 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
-// Throughput returns the Store's implementation of [throughput.Store], for
+// Throughput returns the Store's implementation of [throughputstore.Store], for
 // throughput.WithStore: the buckets of business numbers and budgets and the
 // tiers of portfolios, in the same Redis under the same prefix.
-// (pairlimit.Store and throughput.Store both name methods Reserve and
+// (pairstore.Store and throughputstore.Store both name methods Reserve and
 // Cancel, so one type cannot implement both.)
-func (s *Store) Throughput() throughput.Store { return &Throughput{s: s} }
+func (s *Store) Throughput() throughputstore.Store { return &Throughput{s: s} }
 
-// Throughput implements [throughput.Store] on Redis, one script per
+// Throughput implements [throughputstore.Store] on Redis, one script per
 // decision. Get it from [Store.Throughput]. It is safe for concurrent use.
 type Throughput struct{ s *Store }
 
-var _ throughput.Store = (*Throughput)(nil)
+var _ throughputstore.Store = (*Throughput)(nil)
 
 // bucketKey is key's hash. A key that is a business number's ID shares the
 // hash slot of that number's pairs.
@@ -45,10 +45,10 @@ var (
 	bucketKeepRel any = -int64(bucketKeep)
 )
 
-// Reserve implements [throughput.Store]: BucketState.Reserve in one script.
+// Reserve implements [throughputstore.Store]: BucketState.Reserve in one script.
 func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
 	wait := int64(-1)
-	if maxWait < throughput.InfDuration {
+	if maxWait < time.Duration(math.MaxInt64) {
 		wait = int64(max(maxWait, 0))
 	}
 	sec, nsec := secNs(t.UnixNano())
@@ -82,7 +82,7 @@ func (th *Throughput) Reserve(ctx context.Context, key string, t time.Time, n in
 	return tk, true, nil
 }
 
-// Cancel implements [throughput.Store]: BucketState.Cancel in one script.
+// Cancel implements [throughputstore.Store]: BucketState.Cancel in one script.
 func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk throughputstore.BucketTicket) (bool, error) {
 	if tk.ID == 0 {
 		return false, nil
@@ -105,7 +105,7 @@ func (th *Throughput) Cancel(ctx context.Context, key string, t time.Time, tk th
 	return n == 1, nil
 }
 
-// Hold implements [throughput.Store]: BucketState.Extend in one script.
+// Hold implements [throughputstore.Store]: BucketState.Extend in one script.
 func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (time.Time, error) {
 	sec, nsec := secNs(until.UnixNano())
 	v, err := th.s.run(ctx, "bucket hold", bucketHold, th.bucketKey(key), sec, nsec, bucketKeepArg(until))
@@ -118,7 +118,7 @@ func (th *Throughput) Hold(ctx context.Context, key string, until time.Time) (ti
 	return time.Unix(0, fromBase(replyArray(v), 0)), nil
 }
 
-// Claim implements [throughput.Store]: TierState.Claim in one script.
+// Claim implements [throughputstore.Store]: TierState.Claim in one script.
 func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.Time, limit int, window time.Duration) (throughputstore.TierTicket, bool, time.Time, error) {
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.run(ctx, "tier claim", tierClaim, th.tierKeys(key), sec, nsec,
@@ -137,7 +137,7 @@ func (th *Throughput) Claim(ctx context.Context, key string, to uint64, t time.T
 	return throughputstore.TierTicket{To: to, At: at, New: replyInt(a, 4) == 1}, true, time.Time{}, nil
 }
 
-// Release implements [throughput.Store]: TierState.Release in one script.
+// Release implements [throughputstore.Store]: TierState.Release in one script.
 func (th *Throughput) Release(ctx context.Context, key string, tk throughputstore.TierTicket) (bool, error) {
 	if !tk.New {
 		return false, nil
@@ -155,7 +155,7 @@ func (th *Throughput) Release(ctx context.Context, key string, tk throughputstor
 	return n == 1, nil
 }
 
-// Count implements [throughput.Store]: TierState.Count, reading only.
+// Count implements [throughputstore.Store]: TierState.Count, reading only.
 func (th *Throughput) Count(ctx context.Context, key string, t time.Time, window time.Duration) (int, error) {
 	sec, nsec := secNs(t.UnixNano())
 	v, err := th.s.runRO(ctx, "tier count", tierCount, th.tierKeys(key), sec, nsec, int64(window))

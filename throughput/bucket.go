@@ -13,8 +13,9 @@ import (
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
-// InfDuration is the delay of a reservation that is not OK.
-const InfDuration = time.Duration(math.MaxInt64)
+// infDuration is the delay of a reservation that is not OK: the largest
+// Duration, as rate.infDuration and pairlimit.infDuration.
+const infDuration = time.Duration(math.MaxInt64)
 
 // waitN is WaitN for anything that reserves: reserve at now within ctx's
 // deadline (reserving nothing if it cannot fit), wait on c, give back on
@@ -24,7 +25,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 		return err
 	}
 	now := c.Now()
-	maxWait := InfDuration
+	maxWait := infDuration
 	if d, ok := ctx.Deadline(); ok {
 		maxWait = max(d.Sub(now), 0)
 	}
@@ -52,7 +53,7 @@ type Reservation struct {
 	ok    bool
 	err   error
 	b     *memBucket
-	store Store
+	store throughputstore.Store
 	key   string
 	clock clock.Clock
 	tk    throughputstore.BucketTicket
@@ -81,10 +82,11 @@ func (r Reservation) TimeToAct() time.Time {
 }
 
 // DelayFrom returns how long after t the sends may go; zero means at once.
-// It is [InfDuration] for a reservation that is not OK.
+// It is the largest Duration (math.MaxInt64, as pairlimit.InfDuration)
+// for a reservation that is not OK.
 func (r Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
-		return InfDuration
+		return infDuration
 	}
 	return time.Duration(max(r.tk.Act-t.UnixNano(), 0))
 }
@@ -92,7 +94,7 @@ func (r Reservation) DelayFrom(t time.Time) time.Duration {
 // Delay is shorthand for DelayFrom(clock.Now()).
 func (r Reservation) Delay() time.Duration {
 	if !r.ok {
-		return InfDuration
+		return infDuration
 	}
 	return r.DelayFrom(r.clock.Now())
 }

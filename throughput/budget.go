@@ -7,25 +7,24 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/usage"
 )
 
-// API call budgets per hour per app per WhatsApp Business Account, as Meta
-// documents them (WhatsApp Business Platform, "Rate limits") for the
-// management endpoints: /<WABA_ID>, its phone_numbers, message_templates,
-// subscribed_apps and assigned_users. Sending messages (/messages) does not
-// count against them; messages have their own limits ([Limiter], [Tier]).
-const (
-	// BudgetDefault is the hourly budget of an app against a WABA.
-	BudgetDefault = 200
-	// BudgetActiveWABA is the hourly budget against a WABA with a registered
-	// phone number.
-	BudgetActiveWABA = 5_000
-)
+// budgetDefault is the hourly budget of an app against a WABA, as Meta
+// documents it (WhatsApp Business Platform, "Rate limits"); see [Budget].
+const budgetDefault = 200
 
-// Budget paces management API calls for one app against one WABA: no more
+// Budget paces management API calls for one app against one WABA, within
+// the call budget Meta documents per hour per app per WhatsApp Business
+// Account (WhatsApp Business Platform, "Rate limits") for the management
+// endpoints (/<WABA_ID>, its phone_numbers, message_templates,
+// subscribed_apps and assigned_users): 200 calls an hour, or 5,000 against
+// a WABA with a registered phone number. Sending messages (/messages) does
+// not count against it; messages have their own limits ([Limiter],
+// [Tier]).
+//
+// A Budget allows no more
 // than the hourly budget in any hour (a bucket of a tenth of it, refilled at
 // nine tenths per hour), and nothing while Meta says the budget is spent. It
 // is safe for concurrent use.
@@ -36,12 +35,13 @@ const (
 // included; a hold from the usage header ([Budget.Observe]) concerns the
 // management calls alone.
 //
-// The zero Budget is ready to use: it paces [BudgetDefault] calls per hour
-// on the real clock, as NewBudget(BudgetDefault) does.
+// The zero Budget is ready to use: it paces 200 calls per hour on the real
+// clock, as NewBudget(200) does.
 type Budget struct {
 	once     sync.Once // initialises a zero Budget
 	clock    clock.Clock
 	opts     options
+	err      error // the first invalid option: every decision fails with it
 	b        memBucket
 	interval time.Duration
 	burst    int
@@ -49,12 +49,13 @@ type Budget struct {
 	mu           sync.Mutex // protects the fields below
 	refusals     int
 	heldUntil    int64 // every hold: usage and refusals
-	refusedUntil int64 // holds from Refused only
+	refusedUntil int64 // holds from Hold only
 }
 
-// NewBudget returns a Budget of callsPerHour ([BudgetDefault],
-// [BudgetActiveWABA] or another figure; below 1 means BudgetDefault). Only
-// [WithClock], [WithStore] and [WithBusinessID] apply.
+// NewBudget returns a Budget of callsPerHour (200, 5,000 or another
+// figure; below 1 means 200). [WithClock], [WithStore] and
+// [WithBusinessID] apply; another option, or a figure above 2^31-1, makes
+// every decision fail with [ErrInvalidOption].
 func NewBudget(callsPerHour int, opts ...Option) *Budget {
 	b := &Budget{}
 	b.once.Do(func() { b.setup(callsPerHour, opts) })
@@ -62,12 +63,15 @@ func NewBudget(callsPerHour int, opts ...Option) *Budget {
 }
 
 func (b *Budget) setup(callsPerHour int, opts []Option) {
-	b.opts = buildOptions(opts)
+	b.opts = buildOptions("NewBudget", opts)
 	b.clock = b.opts.clock
-	if callsPerHour < 1 {
-		callsPerHour = BudgetDefault
+	if callsPerHour > math.MaxInt32 {
+		b.opts.invalid("NewBudget(%d): above %d calls an hour", callsPerHour, math.MaxInt32)
 	}
-	callsPerHour = min(callsPerHour, math.MaxInt32)
+	b.err = b.opts.err
+	if callsPerHour < 1 || b.err != nil {
+		callsPerHour = budgetDefault
+	}
 	b.burst = max(callsPerHour/10, 1)
 	perHour := float64(callsPerHour - b.burst)
 	if callsPerHour == 1 {
@@ -77,10 +81,10 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 	b.b.setParams(0, b.interval, b.burst)
 }
 
-func (b *Budget) init() { b.once.Do(func() { b.setup(BudgetDefault, nil) }) }
+func (b *Budget) init() { b.once.Do(func() { b.setup(budgetDefault, nil) }) }
 
 // HeldUntil returns the end of the current hold of management calls (from
-// Observe or Refused), or the zero Time if the budget was never held.
+// Observe or Hold), or the zero Time if the budget was never held.
 func (b *Budget) HeldUntil() time.Time {
 	b.init()
 	return unixOrZero(b.knownHold())
@@ -93,7 +97,7 @@ func (b *Budget) knownHold() int64 {
 	return b.heldUntil
 }
 
-// RefusedUntil returns the end of the current hold from [Budget.Refused]
+// RefusedUntil returns the end of the current hold from [Budget.Hold]
 // (Meta refused a call with 4, 613, 80007 or 80008), or the zero Time if
 // there was none. It is the only hold of the Budget that concerns message
 // sends: a sender holds its messages until then, and ignores HeldUntil.
@@ -112,18 +116,16 @@ func unixOrZero(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-// AllowN reports whether n calls may be made at t, and if so records them.
-func (b *Budget) AllowN(t time.Time, n int) bool {
-	return b.reserve(context.Background(), t, n, 0).ok
-}
-
 // ReserveN reserves n calls asked at t and returns when they may be made.
 func (b *Budget) ReserveN(t time.Time, n int) Reservation {
-	return b.reserve(context.Background(), t, n, InfDuration)
+	return b.reserve(context.Background(), t, n, infDuration)
 }
 
 func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.Duration) Reservation {
 	b.init()
+	if b.err != nil {
+		return Reservation{err: b.err}
+	}
 	if n < 1 {
 		return Reservation{err: ErrInvalidCount}
 	}
@@ -163,6 +165,9 @@ func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
 // [Budget.RefusedUntil]).
 func (b *Budget) Observe(t time.Time, entries []usage.Usage) time.Duration {
 	b.init()
+	if b.err != nil {
+		return 0
+	}
 	var d time.Duration
 	for _, u := range entries {
 		if u.Type != usage.TypeManagement || b.opts.business != "" && u.BusinessID != b.opts.business {
@@ -181,37 +186,22 @@ func (b *Budget) Observe(t time.Time, entries []usage.Usage) time.Duration {
 	return d
 }
 
-// Refused records that Meta refused a call at t with code and holds the
-// budget for the wait errcodes gives the code, when its Hold is the app's
-// or the WABA's call budget (4, 613, 80007, 80008: 1 min, doubling with
-// each consecutive refusal up to an hour), as [Budget.Hold] does. Other
-// codes hold nothing and return 0.
-//
-// Deprecated: callers that classify Meta's answer call Hold with the wait
-// errcodes gives; Refused is that, for one code.
-func (b *Budget) Refused(t time.Time, code errcodes.Code) time.Duration {
-	cl := errcodes.Lookup(code)
-	if cl.Hold != errcodes.HoldApp && cl.Hold != errcodes.HoldWABA {
-		return 0
-	}
-	return b.Hold(t, cl.Wait, cl.MaxWait)
-}
-
 // Hold records that Meta refused a call at t because the call budget is
 // spent and holds the budget: first for the first refusal since the last
 // [Budget.Accepted], each next one twice the one before, up to limit (first
 // every time when limit <= first); errcodes gives the schedule per code. A
-// longer hold from Observe stands. A first of zero or less holds nothing.
+// longer hold from Observe stands. A first of zero or less holds nothing,
+// and so does a Budget built with an invalid option.
 //
 // With [WithStore], the holds of Hold and Observe are also kept by the
 // Budget itself: one the Store fails to record (neither method has an error
 // to report it with) still holds this Budget's calls, though not those of
 // other processes sharing the Store.
 func (b *Budget) Hold(t time.Time, first, limit time.Duration) time.Duration {
-	if first <= 0 {
+	b.init()
+	if first <= 0 || b.err != nil {
 		return 0
 	}
-	b.init()
 	b.mu.Lock()
 	d := holdAfter(b.refusals, first, limit)
 	b.refusals++

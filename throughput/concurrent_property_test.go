@@ -8,6 +8,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"pgregory.net/rapid"
 )
 
@@ -22,7 +23,7 @@ func TestPropertyConcurrentWindows(t *testing.T) {
 		limA := throughput.New(mps, throughput.WithAdaptiveRate(false))
 		limB := limA
 		if rapid.Bool().Draw(t, "store") {
-			s := throughput.NewMemoryStore(nil)
+			s := throughputstore.NewMemoryStore(nil)
 			limA = throughput.New(mps, throughput.WithAdaptiveRate(false), throughput.WithStore(s, "n"))
 			limB = throughput.New(mps, throughput.WithAdaptiveRate(false), throughput.WithStore(s, "n"))
 		}
@@ -76,7 +77,7 @@ func TestPropertyConcurrentWindows(t *testing.T) {
 							mine = mine[:last] // not sent, given back or not
 						}
 					default:
-						lim.Refused(at, errcodes.Maintenance)
+						refused(lim, at, errcodes.Maintenance)
 					}
 				}
 				for _, r := range mine {

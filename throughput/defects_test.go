@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // Defect 4 of issue 10: goroutines asking at the current time, in whatever
@@ -76,7 +77,7 @@ func TestTierClaimRelease(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		var opts []throughput.Option
 		if shared {
-			opts = append(opts, throughput.WithStore(throughput.NewMemoryStore(nil), "portfolio"))
+			opts = append(opts, throughput.WithStore(throughputstore.NewMemoryStore(nil), "portfolio"))
 		}
 		tier := throughput.NewTier(1, opts...)
 		c := tier.Claim(t0, recipient(1))
@@ -111,47 +112,55 @@ func TestTierClaimRelease(t *testing.T) {
 func TestZeroValuesAndExtremes(t *testing.T) {
 	t.Parallel()
 	var lim throughput.Limiter
-	if lim.MPS() != throughput.Default {
-		t.Errorf("zero Limiter MPS = %d", lim.MPS())
+	if lim.PerSecond() != throughput.Default {
+		t.Errorf("zero Limiter MPS = %d", lim.PerSecond())
 	}
 	r := lim.ReserveN(t0, 1)
 	if !r.OK() {
 		t.Fatalf("zero Limiter: %v", r.Err())
 	}
 	r.CancelAt(t0)
-	lim.Refused(t0, errcodes.ThroughputLimit)
+	refused(&lim, t0, errcodes.ThroughputLimit)
 	lim.Accepted(t0)
 	_ = lim.HeldUntil()
 	var b throughput.Budget
-	if !b.AllowN(t0, 1) {
+	if !budgetAllow(&b, t0, 1) {
 		t.Error("zero Budget refused a call")
 	}
-	b.Refused(t0, errcodes.AppRateLimit)
+	budgetRefused(&b, t0, errcodes.AppRateLimit)
 	_ = b.HeldUntil()
 	var zr throughput.Reservation
 	zr.Cancel()
 	zr.CancelAt(t0)
-	if zr.OK() || zr.Delay() != throughput.InfDuration {
+	if zr.OK() || zr.Delay() != time.Duration(math.MaxInt64) {
 		t.Error("zero Reservation is OK")
 	}
 
-	huge := throughput.New(math.MaxInt)
-	if huge.MPS() != throughput.MaxMPS {
-		t.Errorf("New(MaxInt).MPS() = %d, want %d", huge.MPS(), throughput.MaxMPS)
+	// An absurd figure is refused, not clamped: nothing admitted, with an
+	// error naming it; the largest figure accepted (10,000) keeps every
+	// window.
+	absurd := throughput.New(math.MaxInt)
+	if r := absurd.ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) || absurd.AllowN(t0, 1) {
+		t.Errorf("New(MaxInt).ReserveN: OK %v, %v", r.OK(), r.Err())
+	}
+	const maxMPS = 10_000
+	huge := throughput.New(maxMPS)
+	if huge.PerSecond() != maxMPS {
+		t.Errorf("New(%d).PerSecond() = %d", maxMPS, huge.PerSecond())
 	}
 	n := 0
 	for huge.AllowN(t0, 1) {
 		n++
 	}
-	if n < 50 || n > throughput.MaxMPS {
-		t.Errorf("New(MaxInt) admits %d at once", n)
+	if n < 50 || n > maxMPS {
+		t.Errorf("New(%d) admits %d at once", maxMPS, n)
 	}
 	var at []time.Time
-	for range 3 * throughput.MaxMPS {
+	for range 3 * maxMPS {
 		at = append(at, huge.ReserveN(t0, 1).TimeToAct())
 	}
-	if got := maxInWindow(at, time.Second); got > throughput.MaxMPS || got < throughput.MaxMPS*9/10 {
-		t.Errorf("New(MaxInt): %d in one second", got)
+	if got := maxInWindow(at, time.Second); got > maxMPS || got < maxMPS*9/10 {
+		t.Errorf("New(%d): %d in one second", maxMPS, got)
 	}
 	if r := throughput.New(1).ReserveN(t0, 0); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidCount) {
 		t.Errorf("ReserveN(0): %v", r.Err())
@@ -164,7 +173,7 @@ func TestZeroValuesAndExtremes(t *testing.T) {
 // Limiters sharing a store are one number.
 func TestLimitersSharingAStore(t *testing.T) {
 	t.Parallel()
-	s := throughput.NewMemoryStore(nil)
+	s := throughputstore.NewMemoryStore(nil)
 	a := throughput.New(throughput.Coexistence, throughput.WithStore(s, "1001"))
 	b := throughput.New(throughput.Coexistence, throughput.WithStore(s, "1001"))
 	var at []time.Time
@@ -178,7 +187,7 @@ func TestLimitersSharingAStore(t *testing.T) {
 	if got := maxInWindow(at, time.Second); got > throughput.Coexistence {
 		t.Errorf("two limiters on one store admitted %d in a second", got)
 	}
-	a.Refused(t0, errcodes.Maintenance)
+	refused(a, t0, errcodes.Maintenance)
 	if b.AllowN(t0.Add(time.Second*4), 1) {
 		t.Error("the hold of one limiter does not hold the other")
 	}

@@ -64,15 +64,14 @@
 // second so that sends whose lateness differs by up to the margin plus one
 // interval still fit one second at Meta. Both follow recent lateness (per
 // Limiter, in memory): on an idle machine the margin is 0, under load it
-// grows. Limiters sharing a [Store] each stretch their own slots by their
+// grows. Limiters sharing a [throughputstore.Store] each stretch their own slots by their
 // margin divided by their share of the number's slots, so that together
 // they stay under the figure whatever each one's lateness. A write later
 // than the margin covers pauses the number for the excess, so that the
 // sends after it shift instead of bunching with it. The cloudapi Client
 // does all this for every message; [WithHeadroom] fixes the margin
 // instead.
-// [Limiter.SetMPSAt] applies a new figure after an upgrade. Figures above
-// [MaxMPS] are clamped.
+// [Limiter.SetMPSAt] applies a new figure after an upgrade.
 //
 // A [Tier] counts a recipient (a phone number or a business-scoped user
 // ID; the two are different recipients) from its latest admitted send for
@@ -87,18 +86,18 @@
 // # Shared state
 //
 // By default each Limiter, Budget and Tier keeps its state in memory. With
-// [WithStore] it keeps it in a [Store] under a key, so that the limits of
+// [WithStore] it keeps it in a [throughputstore.Store] under a key, so that the limits of
 // one number, app or portfolio hold across processes: each decision is one
 // store call (one Lua script on Redis), on the instant and figures the
 // caller passes, and the rules a store implements are the pure methods of
-// [throughputstore.BucketState] and [throughputstore.TierState]. [NewMemoryStore] makes the reference store. A
+// [throughputstore.BucketState] and [throughputstore.TierState]. [throughputstore.NewMemoryStore] makes the reference store. A
 // decision the store cannot make is not OK, with an error matching
 // [ErrStore]: nothing was reserved, so nothing may be sent.
 //
 // # Zero values
 //
 // The zero Limiter admits [Default] messages per second, the zero Budget
-// [BudgetDefault] calls per hour, both on the real clock; the zero Tier is a
+// 200 calls per hour, both on the real clock; the zero Tier is a
 // tier of 0; the zero Reservation and Claim are not OK. No method panics on
 // them.
 //
@@ -114,13 +113,24 @@
 // One error model: sentinels matched with errors.Is, no typed error.
 // Whatever fails reserved nothing.
 //
-//	error                        returned by                        means
-//	ErrInvalidCount              ReserveN, WaitN                    n below 1
-//	ErrBurstTooLarge             ReserveN, WaitN                    n above the burst: never admitted together
-//	backoff.ErrDeadline          WaitN, Budget.WaitN                the wait would end after ctx's deadline
-//	ErrStore                     every decision, Claim.Err          the Store failed (unwraps to its error): do not send
-//	usage.ErrMalformed           usage.Parse                        a malformed usage header
-//	ctx.Err()                    WaitN                              cancelled while waiting; given back
+//	error                returned by                          means
+//	ErrInvalidOption     every decision, SetMPSAt, Claim.Err  an option or figure the limit cannot honour: it admits nothing
+//	ErrInvalidCount      ReserveN, WaitN                      n below 1
+//	ErrBurstTooLarge     ReserveN, WaitN                      n above the burst: never admitted together
+//	backoff.ErrDeadline  WaitN, Budget.WaitN                  the wait would end after ctx's deadline
+//	ErrStore             every decision, Claim.Err            the Store failed (unwraps to its error): do not send
+//	usage.ErrMalformed   usage.Parse                          a malformed usage header
+//	ctx.Err()            WaitN                                cancelled while waiting; given back
+//
+// Options are validated, never clamped or ignored: WithHeadroom outside
+// [0, 0.9], WithStore with a store and no key, more than 10,000 messages a
+// second (New, SetMPSAt), more than 2^31-1 calls an hour (NewBudget), and
+// an option of another constructor (WithHeadroom and WithAdaptiveRate are
+// New's, WithBusinessID NewBudget's) make the limit's decisions fail with
+// an error naming the option and the value. Its holds (Throttled, Hold,
+// Observe) then hold nothing and return 0, and Tier.Count is 0. A
+// ReserveN of 0 messages reports the configuration's error without
+// spending anything.
 //
 // [backoff.ErrDeadline] is the module's one "cannot fit before your
 // deadline" error (pairlimit and backoff return it too):

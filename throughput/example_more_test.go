@@ -1,6 +1,7 @@
 package throughput_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,7 +42,7 @@ func ExampleNewTier_zero() {
 // Two Limiters for one number, sharing a store, admit the number's rate
 // between them, not each.
 func ExampleWithStore() {
-	store := throughput.NewMemoryStore(nil)
+	store := throughputstore.NewMemoryStore(nil)
 	a := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	b := throughput.New(throughput.Coexistence, throughput.WithStore(store, "106540352242922"))
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -87,7 +88,7 @@ func ExampleBudget_Observe() {
 	entries, _ := usage.Parse(header)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-	b := throughput.NewBudget(throughput.BudgetActiveWABA, throughput.WithBusinessID("102290129340398"))
+	b := throughput.NewBudget(5_000, throughput.WithBusinessID("102290129340398"))
 	fmt.Println("management calls held for", b.Observe(start, entries))
 	fmt.Println("messages held:", b.RefusedUntil().After(start))
 	cl := errcodes.WABARateLimit.Class() // Meta answered 80007
@@ -121,4 +122,21 @@ func ExampleLimiter_Hold() {
 	// 131057: held 40s
 	// 131057: held 1m0s
 	// after an acceptance: 10s
+}
+
+// An option a limit cannot honour is neither clamped nor ignored: every
+// decision says what is wrong, and nothing is admitted. A ReserveN of 0
+// messages checks the configuration without spending anything.
+func ExampleWithHeadroom_invalid() {
+	lim := throughput.New(throughput.Default, throughput.WithHeadroom(1.5))
+	r := lim.ReserveN(time.Now(), 1)
+	fmt.Println(r.OK(), errors.Is(r.Err(), throughput.ErrInvalidOption))
+	fmt.Println(r.Err())
+
+	tier := throughput.NewTier(throughput.Tier2K, throughput.WithHeadroom(0.1))
+	fmt.Println(tier.Claim(time.Now(), "237690000001").Err())
+	// Output:
+	// false true
+	// throughput: invalid option WithHeadroom(1.5): the fraction must be in [0, 0.9]
+	// throughput: invalid option WithHeadroom applies to New only, not to NewTier
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // A claim at a future instant must not drop counts still live for callers
@@ -13,7 +14,7 @@ import (
 // 10 s ahead of the present p = t0+24h-5s left A counted at p, so C at p
 // is a third recipient in one 24-hour window.
 func TestTierFutureClaimKeepsPresentCounts(t *testing.T) {
-	p := t0.Add(throughput.TierWindow - 5*time.Second)
+	p := t0.Add((24 * time.Hour) - 5*time.Second)
 	const a, b, c = "+237690000001", "+237690000002", "+237690000003"
 	for _, tc := range []struct {
 		name string
@@ -21,7 +22,7 @@ func TestTierFutureClaimKeepsPresentCounts(t *testing.T) {
 	}{
 		{"memory", func(mock *clock.Mock) []throughput.Option { return nil }},
 		{"MemoryStore", func(mock *clock.Mock) []throughput.Option {
-			return []throughput.Option{throughput.WithStore(throughput.NewMemoryStore(mock), "p")}
+			return []throughput.Option{throughput.WithStore(throughputstore.NewMemoryStore(mock), "p")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,8 +40,8 @@ func TestTierFutureClaimKeepsPresentCounts(t *testing.T) {
 			if got := tier.Count(p); got != 2 {
 				t.Errorf("Count(p) = %d, want 2 (A and B)", got)
 			}
-			if ok, retryAt := tier.Admit(p, c); ok || !retryAt.Equal(t0.Add(throughput.TierWindow)) {
-				t.Errorf("Admit(p, C) = %v, %v; want refused until A expires at %v", ok, retryAt, t0.Add(throughput.TierWindow))
+			if ok, retryAt := tier.Admit(p, c); ok || !retryAt.Equal(t0.Add((24 * time.Hour))) {
+				t.Errorf("Admit(p, C) = %v, %v; want refused until A expires at %v", ok, retryAt, t0.Add((24 * time.Hour)))
 			}
 			// At p+10s A has expired: each decision counts at its own instant.
 			if got := tier.Count(p.Add(10 * time.Second)); got != 1 {

@@ -63,7 +63,7 @@ func BenchmarkTierAdmit1M(b *testing.B) {
 		names[i] = "+2376" + strconv.Itoa(10_000_000+i)
 		keys[i] = uint64(2376_1000_0000 + i)
 	}
-	step := throughput.TierWindow / window
+	step := (24 * time.Hour) / window
 	tier := throughput.NewTier(window, throughput.WithClock(farClock()))
 	floor := make(map[uint64]int64, window)
 	now := t0

@@ -3,13 +3,13 @@ package throughput
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
@@ -33,6 +33,16 @@ var (
 	ErrBurstTooLarge = errors.New("throughput: n exceeds the limiter's burst")
 	// ErrInvalidCount: n is below 1.
 	ErrInvalidCount = errors.New("throughput: count must be at least 1")
+	// ErrInvalidOption is matched by the error of every decision of a
+	// Limiter, Tier or Budget built with an option or a figure it cannot
+	// honour: an option of another constructor (WithHeadroom or
+	// WithAdaptiveRate given to NewTier or NewBudget, WithBusinessID to New
+	// or NewTier), a headroom outside [0, 0.9], a store without a key, more
+	// than 10,000 messages per second, or more than 2^31-1 calls an hour.
+	// Such a limit admits nothing, ever, and records no hold, so that a
+	// mistake in its configuration is found at its first decision rather
+	// than paced around. The error names the option and the value.
+	ErrInvalidOption = errors.New("throughput: invalid option")
 )
 
 // holdAfter is the hold after n consecutive refusals of a schedule that
@@ -68,23 +78,51 @@ const (
 	recoverEvery = 10 * time.Second
 )
 
-// Option configures a Limiter, a Tier or a Budget.
+// Option configures a Limiter, a Tier or a Budget. WithClock and WithStore
+// apply to all three; the others name the one they apply to. An option
+// given to a constructor it does not apply to, or given a value it cannot
+// honour, makes every decision fail with an error matching
+// [ErrInvalidOption]: nothing is clamped or ignored.
 type Option func(*options)
 
 type options struct {
 	clock    clock.Clock
 	headroom float64
 	adaptive bool
-	store    Store
+	store    throughputstore.Store
 	key      string
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
+	only     []only // the options given that apply to one constructor
+	err      error  // the first invalid option
 }
 
-func buildOptions(opts []Option) options {
+// only records an option that applies to one constructor only.
+type only struct {
+	name string // "WithHeadroom"
+	ctor string // "New"
+}
+
+// invalid records the first invalid option.
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w "+format, append([]any{ErrInvalidOption}, args...)...)
+	}
+}
+
+// buildOptions applies opts for constructor ctor ("New", "NewTier" or
+// "NewBudget"), rejecting those of another constructor.
+func buildOptions(ctor string, opts []Option) options {
 	o := options{clock: clock.New(), adaptive: true}
 	for _, f := range opts {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
+	}
+	for _, x := range o.only {
+		if x.ctor != ctor {
+			o.invalid("%s applies to %s only, not to %s", x.name, x.ctor, ctor)
+		}
 	}
 	return o
 }
@@ -92,9 +130,12 @@ func buildOptions(opts []Option) options {
 // WithBusinessID names the business object (the WABA ID) a Budget is about:
 // [Budget.Observe] then applies only the usage entries of that object, so
 // that another WABA's or business's usage never holds it. Without it,
-// entries of every object apply. Only NewBudget reads it.
+// entries of every object apply. NewBudget only.
 func WithBusinessID(id string) Option {
-	return func(o *options) { o.business = id }
+	return func(o *options) {
+		o.business = id
+		o.only = append(o.only, only{"WithBusinessID", "NewBudget"})
+	}
 }
 
 // WithClock makes the limiter read time from, and wait on, c (the real clock
@@ -108,8 +149,8 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithHeadroom keeps fraction f of the number's throughput free for other
-// traffic: Meta counts inbound messages against the same limit. Values are
-// clamped to [0, 0.9]. Limiter only.
+// traffic: Meta counts inbound messages against the same limit. f must be
+// in [0, 0.9] ([ErrInvalidOption] otherwise). New only.
 //
 // Without WithHeadroom the Limiter needs none for jitter: the margin
 // follows the lateness its sender observes ([Limiter.ObserveSend],
@@ -119,25 +160,30 @@ func WithClock(c clock.Clock) Option {
 // lateness of your senders as well as any traffic wapace does not see.
 func WithHeadroom(f float64) Option {
 	return func(o *options) {
-		if math.IsNaN(f) {
-			f = 0
+		o.only = append(o.only, only{"WithHeadroom", "New"})
+		if !(f >= 0 && f <= 0.9) { // NaN too
+			o.invalid("WithHeadroom(%v): the fraction must be in [0, 0.9]", f)
+			return
 		}
-		o.headroom = min(max(f, 0), 0.9)
+		o.headroom = f
 		o.fixed = true
 	}
 }
 
 // WithAdaptiveRate switches the rate cut after a 130429 on or off (on by
-// default). Limiter only.
+// default). New only.
 func WithAdaptiveRate(on bool) Option {
-	return func(o *options) { o.adaptive = on }
+	return func(o *options) {
+		o.adaptive = on
+		o.only = append(o.only, only{"WithAdaptiveRate", "New"})
+	}
 }
 
-// MaxMPS is the largest throughput a Limiter accepts, ten times Meta's
-// highest documented figure (1,000 messages per second): figures above it
-// are clamped to it (New and SetMPSAt), so that an absurd rate such as
-// math.MaxInt neither overflows nor admits without limit.
-const MaxMPS = 10_000
+// maxMPS is the largest throughput a Limiter accepts, ten times Meta's
+// highest documented figure (1,000 messages per second), so that an absurd
+// rate such as math.MaxInt neither overflows nor admits without limit:
+// New and SetMPSAt reject figures above it ([ErrInvalidOption]).
+const maxMPS = 10_000
 
 // Limiter admits sends for one business phone number. It guarantees that in
 // every closed window of one second no more than PerSecond() sends are
@@ -157,6 +203,7 @@ type Limiter struct {
 	once     sync.Once // initialises a zero Limiter
 	clock    clock.Clock
 	opts     options
+	err      error       // the first invalid option: every decision fails with it
 	b        memBucket   // the bucket when opts.store is nil
 	degraded atomic.Bool // the adaptive rate is below the configured one
 
@@ -168,7 +215,6 @@ type Limiter struct {
 	lastSlot  atomic.Int64 // the latest instant a reservation was handed out for
 
 	mu            sync.Mutex // protects the fields below
-	mps           int
 	perSecond     int
 	factor        float64   // fraction of perSecond in use
 	lastChange    time.Time // of factor
@@ -189,7 +235,8 @@ type Limiter struct {
 
 // New returns a Limiter for a number allowed mps messages per second
 // ([Default], [Upgraded], [Coexistence], or another figure). An mps below 1
-// means Default; above [MaxMPS], MaxMPS.
+// means Default; one above 10,000 (ten times Meta's highest figure) makes
+// every decision fail with [ErrInvalidOption], as an invalid option does.
 func New(mps int, opts ...Option) *Limiter {
 	l := &Limiter{}
 	l.once.Do(func() { l.setup(mps, opts) })
@@ -197,9 +244,16 @@ func New(mps int, opts ...Option) *Limiter {
 }
 
 func (l *Limiter) setup(mps int, opts []Option) {
-	l.opts = buildOptions(opts)
+	l.opts = buildOptions("New", opts)
 	l.clock = l.opts.clock
 	l.factor = 1
+	if mps > maxMPS {
+		l.opts.invalid("New(%d): above %d messages per second", mps, maxMPS)
+	}
+	l.err = l.opts.err
+	if l.err != nil {
+		mps = Default // sane figures behind decisions that all fail
+	}
 	l.setLocked(0, mps)
 }
 
@@ -219,7 +273,7 @@ func split(c int, factor float64) (burst int, perSec float64) {
 
 // intervalOf returns the bucket's interval for perSec tokens a second,
 // rounded down to the nanosecond: at the rates a Limiter accepts (up to
-// MaxMPS) the excess is below one token in any second, so a one-second
+// maxMPS) the excess is below one token in any second, so a one-second
 // window never admits more than burst + perSec.
 func intervalOf(perSec float64) time.Duration {
 	if perSec <= 0 {
@@ -228,13 +282,12 @@ func intervalOf(perSec float64) time.Duration {
 	return max(time.Duration(float64(time.Second)/perSec), 1)
 }
 
-// setLocked applies mps at t. Called with l.mu held, or before l is shared.
+// setLocked applies mps (1 to maxMPS, or below 1 for Default) at t.
+// Called with l.mu held, or before l is shared.
 func (l *Limiter) setLocked(t int64, mps int) {
 	if mps < 1 {
 		mps = Default
 	}
-	mps = min(mps, MaxMPS)
-	l.mps = mps
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
 	l.applyLocked(t)
 }
@@ -254,28 +307,29 @@ func (l *Limiter) applyLocked(t int64) {
 }
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
-// upgrade to 1,000 messages per second. Windows that start a second or more
-// after t obey the new figure, save for sends reserved before t, which keep
-// their instants: lowering the figure does not move sends already queued
-// at the old rate (cancel them to reschedule), and raising it schedules new
-// sends after them.
-func (l *Limiter) SetMPSAt(t time.Time, mps int) {
+// upgrade to 1,000 messages per second (an mps below 1 means [Default]).
+// Windows that start a second or more after t obey the new figure, save
+// for sends reserved before t, which keep their instants: lowering the
+// figure does not move sends already queued at the old rate (cancel them
+// to reschedule), and raising it schedules new sends after them. A figure
+// above 10,000 changes nothing and returns an error matching
+// [ErrInvalidOption]; so does a Limiter built with an invalid option.
+func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 	l.init()
+	if l.err != nil {
+		return l.err
+	}
+	if mps > maxMPS {
+		return fmt.Errorf("%w SetMPSAt(%d): above %d messages per second", ErrInvalidOption, mps, maxMPS)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setLocked(t.UnixNano(), mps)
-}
-
-// MPS returns the number's configured throughput.
-func (l *Limiter) MPS() int {
-	l.init()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.mps
+	return nil
 }
 
 // PerSecond returns the most sends admitted in any one-second window: the
-// throughput less the headroom.
+// number's throughput (New, SetMPSAt) less the headroom.
 func (l *Limiter) PerSecond() int {
 	l.init()
 	l.mu.Lock()
@@ -338,12 +392,15 @@ func (l *Limiter) Allow() bool {
 // decide (its Err matches ErrStore). Instants may arrive in any order: the
 // decision is taken under one lock (or in one Store call).
 func (l *Limiter) ReserveN(t time.Time, n int) Reservation {
-	return l.reserve(context.Background(), t, n, InfDuration)
+	return l.reserve(context.Background(), t, n, infDuration)
 }
 
 func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.Duration) Reservation {
 	l.init()
-	if n < 1 {
+	if n < 1 || l.err != nil {
+		if l.err != nil {
+			return Reservation{err: l.err}
+		}
 		return Reservation{err: ErrInvalidCount}
 	}
 	tn := t.UnixNano()
@@ -372,7 +429,7 @@ func afterHold(h, t int64, maxWait time.Duration) (int64, time.Duration, bool) {
 	if h <= t {
 		return t, maxWait, true
 	}
-	if maxWait != InfDuration {
+	if maxWait != infDuration {
 		if time.Duration(h-t) > maxWait {
 			return t, maxWait, false
 		}
@@ -442,28 +499,6 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 // Wait is shorthand for WaitN(ctx, 1).
 func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 
-// Refused records that Meta refused a send from this number at t with
-// code, and returns the hold of the whole number from t. It reads the code
-// in errcodes, the one table of holds and waits: a code whose Hold is
-// [errcodes.HoldPhoneNumber] and that has a wait holds the number, as
-// [Limiter.Throttled] when Meta files it under throttling (130429), as
-// [Limiter.Hold] otherwise (131057, 2494100), with the code's
-// errcodes.Class Wait and MaxWait. Other codes hold nothing and return 0.
-//
-// Deprecated: callers that classify Meta's answer call Throttled or Hold
-// with the wait errcodes gives; Refused is that, for one code.
-func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
-	cl := errcodes.Lookup(code)
-	switch {
-	case cl.Hold != errcodes.HoldPhoneNumber || cl.Wait <= 0:
-		return 0
-	case cl.Throttling:
-		return l.Throttled(t, cl.Wait, cl.MaxWait)
-	default:
-		return l.Hold(t, cl.Wait, cl.MaxWait)
-	}
-}
-
 // Throttled records that Meta refused a send from this number at t because
 // its throughput was exceeded (130429), and returns the hold of the whole
 // number from t. first and limit are the hold's schedule (for 130429,
@@ -481,12 +516,13 @@ func (l *Limiter) Refused(t time.Time, code errcodes.Code) time.Duration {
 // adaptive rate on (the default), the rate is cut to 3/4 (not below a tenth
 // of the configured rate), and every 10 s without an event gives back a
 // tenth of it. Only this number is affected. With a Store whose hold fails,
-// the hold is kept locally only. A first of zero or less holds nothing.
+// the hold is kept locally only. A first of zero or less holds nothing,
+// and so does a Limiter built with an invalid option.
 func (l *Limiter) Throttled(t time.Time, first, limit time.Duration) time.Duration {
-	if first <= 0 {
+	l.init()
+	if first <= 0 || l.err != nil {
 		return 0
 	}
-	l.init()
 	tn := t.UnixNano()
 	l.mu.Lock()
 	if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
@@ -516,12 +552,12 @@ func (l *Limiter) Throttled(t time.Time, first, limit time.Duration) time.Durati
 // limit <= first). errcodes gives the schedule per code (131057: 10 s doubling up
 // to a minute, so that an upgrade of about a minute is polled within it;
 // 2494100: 2 min). Only this number is affected. A first of zero or less
-// holds nothing.
+// holds nothing, and so does a Limiter built with an invalid option.
 func (l *Limiter) Hold(t time.Time, first, limit time.Duration) time.Duration {
-	if first <= 0 {
+	l.init()
+	if first <= 0 || l.err != nil {
 		return 0
 	}
-	l.init()
 	tn := t.UnixNano()
 	l.mu.Lock()
 	hold := holdAfter(l.maintenance, first, limit)

@@ -131,8 +131,8 @@ func TestSetMPSAtMidSchedule(t *testing.T) {
 			if got := maxInWindow(at, time.Second); got > max(tc.from, tc.to) {
 				t.Errorf("a window across the change admitted %d", got)
 			}
-			if lim.MPS() != tc.to {
-				t.Errorf("MPS = %d, want %d", lim.MPS(), tc.to)
+			if lim.PerSecond() != tc.to {
+				t.Errorf("MPS = %d, want %d", lim.PerSecond(), tc.to)
 			}
 		})
 	}
@@ -145,7 +145,7 @@ func TestRefusedHoldsOnlyThatNumber(t *testing.T) {
 	now := t0
 	var holds []time.Duration
 	for range 6 {
-		h := held.Refused(now, errcodes.ThroughputLimit)
+		h := refused(held, now, errcodes.ThroughputLimit)
 		holds = append(holds, h)
 		if got := held.ReserveN(now, 1).TimeToAct(); got.Before(now.Add(h)) {
 			t.Errorf("held number admitted a send at %v, before the hold ends at %v", got, now.Add(h))
@@ -163,7 +163,7 @@ func TestRefusedHoldsOnlyThatNumber(t *testing.T) {
 		t.Error("another number was held by this number's 130429")
 	}
 	held.Accepted(now)
-	if h := held.Refused(now, errcodes.ThroughputLimit); h != time.Second {
+	if h := refused(held, now, errcodes.ThroughputLimit); h != time.Second {
 		t.Errorf("after a success the hold is %v, want 1s", h)
 	}
 
@@ -171,7 +171,7 @@ func TestRefusedHoldsOnlyThatNumber(t *testing.T) {
 	now = t0
 	holds = nil
 	for _, code := range []errcodes.Code{errcodes.Maintenance, errcodes.Maintenance, errcodes.MaintenanceMode, errcodes.Maintenance, errcodes.Maintenance} {
-		h := maint.Refused(now, code)
+		h := refused(maint, now, code)
 		holds = append(holds, h)
 		now = now.Add(h)
 	}
@@ -184,7 +184,7 @@ func TestRefusedHoldsOnlyThatNumber(t *testing.T) {
 	if !maint.HeldUntil().Equal(now) {
 		t.Errorf("HeldUntil = %v, want %v", maint.HeldUntil(), now)
 	}
-	if maint.Refused(now, errcodes.PairRateLimit) != 0 || maint.Refused(now, errcodes.InvalidParameter) != 0 {
+	if refused(maint, now, errcodes.PairRateLimit) != 0 || refused(maint, now, errcodes.InvalidParameter) != 0 {
 		t.Error("a code that is not the number's held the number")
 	}
 }
@@ -205,7 +205,7 @@ func TestAdaptiveRateCutsAndRecovers(t *testing.T) {
 	}
 	lim := throughput.New(throughput.Default)
 	full := rateOver(lim, t0, 10*time.Second)
-	hold := lim.Refused(t0.Add(10*time.Second), errcodes.ThroughputLimit)
+	hold := refused(lim, t0.Add(10*time.Second), errcodes.ThroughputLimit)
 	start := t0.Add(10*time.Second + hold)
 	same := rateOver(lim, start, 2*time.Second)
 	if same < 0.99*full {
@@ -213,7 +213,7 @@ func TestAdaptiveRateCutsAndRecovers(t *testing.T) {
 	}
 	// Refusals keep coming: a second event within 10 s of the first.
 	start = start.Add(2 * time.Second)
-	hold = lim.Refused(start, errcodes.ThroughputLimit)
+	hold = refused(lim, start, errcodes.ThroughputLimit)
 	start = start.Add(hold)
 	cut := rateOver(lim, start, 5*time.Second)
 	later := rateOver(lim, start.Add(2*time.Minute), 10*time.Second)
@@ -240,7 +240,7 @@ func TestWaitSynctest(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
 		defer cancel()
-		lim.Refused(time.Now(), errcodes.Maintenance)
+		refused(lim, time.Now(), errcodes.Maintenance)
 		before := time.Now()
 		if err := lim.Wait(ctx); !errors.Is(err, backoff.ErrDeadline) || time.Since(before) != 0 {
 			t.Fatalf("Wait during maintenance = %v after %v, want ErrDeadline at once", err, time.Since(before))
@@ -289,8 +289,8 @@ func TestReservationNotOK(t *testing.T) {
 		r.CancelAt(t0)
 		r.Cancel()
 	}
-	if got := throughput.New(0).MPS(); got != throughput.Default {
-		t.Errorf("New(0).MPS() = %d", got)
+	if got := throughput.New(0).PerSecond(); got != throughput.Default {
+		t.Errorf("New(0).PerSecond() = %d", got)
 	}
 	if got := throughput.New(1).PerSecond(); got != 1 {
 		t.Errorf("New(1).PerSecond() = %d", got)
@@ -324,7 +324,7 @@ func TestPropertyOutOfOrderInstants(t *testing.T) {
 					}
 				}
 			case 1:
-				lim.Refused(asked, errcodes.ThroughputLimit)
+				refused(lim, asked, errcodes.ThroughputLimit)
 			default:
 				all = append(all, &kept{r: lim.ReserveN(asked, 1)})
 			}

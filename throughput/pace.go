@@ -220,6 +220,9 @@ func roundMargin(m time.Duration) time.Duration {
 // samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
+	if l.err != nil {
+		return // it admitted nothing
+	}
 	write := time.Duration(0)
 	if !wrote.IsZero() {
 		write = wrote.Sub(checked)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // TestThrottleRefusalsTogetherAreOneEvent reproduces two processes
@@ -18,7 +19,7 @@ func TestThrottleRefusalsTogetherAreOneEvent(t *testing.T) {
 	lim := throughput.New(throughput.Default)
 	var holds []time.Duration
 	for i := range 21 {
-		holds = append(holds, lim.Refused(t0.Add(time.Duration(i)*40*time.Millisecond), errcodes.ThroughputLimit))
+		holds = append(holds, refused(lim, t0.Add(time.Duration(i)*40*time.Millisecond), errcodes.ThroughputLimit))
 	}
 	if holds[0] != time.Second {
 		t.Fatalf("first hold %v, want 1s", holds[0])
@@ -57,20 +58,20 @@ func TestThrottleEventsThatKeepComingEscalate(t *testing.T) {
 	lim := throughput.New(throughput.Default, throughput.WithAdaptiveRate(false))
 	now := t0
 	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-		if h := lim.Refused(now, errcodes.ThroughputLimit); h != want {
+		if h := refused(lim, now, errcodes.ThroughputLimit); h != want {
 			t.Fatalf("hold %v, want %v", h, want)
 		}
-		if h := lim.Refused(now.Add(time.Millisecond), errcodes.ThroughputLimit); h != want-time.Millisecond {
+		if h := refused(lim, now.Add(time.Millisecond), errcodes.ThroughputLimit); h != want-time.Millisecond {
 			t.Fatalf("a refusal of the same event returned %v", h)
 		}
 		// Met at the hold's end: the same event, one interval.
-		if h := lim.Refused(now.Add(want), errcodes.ThroughputLimit); h <= 0 || h > 13*time.Millisecond {
+		if h := refused(lim, now.Add(want), errcodes.ThroughputLimit); h <= 0 || h > 13*time.Millisecond {
 			t.Fatalf("a refusal at the hold's end returned %v, want one interval", h)
 		}
 		now = now.Add(want + time.Second) // refusals that keep coming
 	}
 	lim.Accepted(now)
-	if h := lim.Refused(now, errcodes.ThroughputLimit); h != time.Second {
+	if h := refused(lim, now, errcodes.ThroughputLimit); h != time.Second {
 		t.Fatalf("after an acceptance the hold is %v, want 1s", h)
 	}
 }
@@ -186,7 +187,7 @@ func TestSharedStoreStretchesByShare(t *testing.T) {
 	}
 	alone := throughput.New(80)
 	feed(alone, 13*time.Millisecond, check)
-	store := throughput.NewMemoryStore(nil)
+	store := throughputstore.NewMemoryStore(nil)
 	var lims []*throughput.Limiter
 	for range 3 {
 		lims = append(lims, throughput.New(80, throughput.WithStore(store, "n")))

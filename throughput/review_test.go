@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/usage"
 )
 
@@ -45,7 +46,7 @@ func TestAdaptiveRateOutOfOrderKeepsWindows(t *testing.T) {
 				mine[i].CancelAt(at)
 				mine = slices.Delete(mine, i, i+1)
 			case k < 19:
-				lim.Refused(at, errcodes.ThroughputLimit)
+				refused(lim, at, errcodes.ThroughputLimit)
 			default:
 				lim.Accepted(at)
 			}
@@ -66,7 +67,7 @@ func TestZeroValuesAndAbsurdFigures(t *testing.T) {
 	var l throughput.Limiter
 	l.Allow()
 	l.ReserveN(t0, 1).CancelAt(t0)
-	l.Refused(t0, errcodes.ThroughputLimit)
+	refused(&l, t0, errcodes.ThroughputLimit)
 	l.Accepted(t0)
 	_ = l.HeldUntil()
 	l.SetMPSAt(t0, math.MaxInt)
@@ -90,17 +91,25 @@ func TestZeroValuesAndAbsurdFigures(t *testing.T) {
 	b.ReserveN(t0, 1)
 	// The zero memory store: TestZeroMemoryStoreNeverPanics (internal).
 	// absurd figures
+	// absurd figures are refused, not clamped (issue 20): every decision
+	// fails with ErrInvalidOption and nothing is admitted; no panic.
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2} {
 		l2 := throughput.New(80, throughput.WithHeadroom(f))
 		if p := l2.PerSecond(); p < 1 || p > 80 {
 			t.Errorf("headroom %v: PerSecond %d", f, p)
 		}
+		if r := l2.ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) {
+			t.Errorf("headroom %v: OK %v, %v", f, r.OK(), r.Err())
+		}
 	}
-	for _, mps := range []int{math.MinInt, -1, 0, math.MaxInt} {
+	for _, mps := range []int{math.MinInt, -1, 0} { // below 1: Default
 		l3 := throughput.New(mps)
 		if !l3.ReserveN(t0, 1).OK() {
 			t.Errorf("mps %d: not OK", mps)
 		}
+	}
+	if r := throughput.New(math.MaxInt).ReserveN(t0, 1); r.OK() || !errors.Is(r.Err(), throughput.ErrInvalidOption) {
+		t.Errorf("mps MaxInt: OK %v, %v", r.OK(), r.Err())
 	}
 }
 
@@ -131,7 +140,7 @@ func TestUpgradeWithQueuedReservationsKeepsWindows(t *testing.T) {
 	}
 }
 
-type holdFails struct{ throughput.Store }
+type holdFails struct{ throughputstore.Store }
 
 func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 	return time.Time{}, errors.New("connection refused")
@@ -141,8 +150,8 @@ func (holdFails) Hold(context.Context, string, time.Time) (time.Time, error) {
 // kept by the Limiter, as Refused says. (The next send went at once while
 // HeldUntil said one second.)
 func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	lim := throughput.New(80, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "n"))
-	hold := lim.Refused(t0, errcodes.ThroughputLimit)
+	lim := throughput.New(80, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "n"))
+	hold := refused(lim, t0, errcodes.ThroughputLimit)
 	if r := lim.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next send at +%v, during the %v hold (HeldUntil +%v)", r.TimeToAct().Sub(t0), hold, lim.HeldUntil().Sub(t0))
 	}
@@ -155,16 +164,16 @@ func TestHoldKeptLocallyWhenStoreFails(t *testing.T) {
 // record is kept by the Budget, as a Limiter's is. (The next call went at
 // once while RefusedUntil said one minute.)
 func TestBudgetHoldKeptLocallyWhenStoreFails(t *testing.T) {
-	b := throughput.NewBudget(throughput.BudgetDefault, throughput.WithStore(holdFails{throughput.NewMemoryStore(nil)}, "waba"))
-	hold := b.Refused(t0, errcodes.AppRateLimit)
+	b := throughput.NewBudget(200, throughput.WithStore(holdFails{throughputstore.NewMemoryStore(nil)}, "waba"))
+	hold := budgetRefused(b, t0, errcodes.AppRateLimit)
 	if r := b.ReserveN(t0, 1); !r.OK() || r.TimeToAct().Before(t0.Add(hold)) {
 		t.Fatalf("next call at +%v, during the %v hold (RefusedUntil +%v)", r.TimeToAct().Sub(t0), hold, b.RefusedUntil().Sub(t0))
 	}
-	if b.AllowN(t0.Add(hold/2), 1) {
+	if budgetAllow(b, t0.Add(hold/2), 1) {
 		t.Fatal("AllowN admitted during the hold")
 	}
 	d := b.Observe(t0.Add(2*time.Minute), []usage.Usage{{Type: usage.TypeManagement, RegainAccess: 5 * time.Minute}})
-	if b.AllowN(t0.Add(2*time.Minute+d/2), 1) {
+	if budgetAllow(b, t0.Add(2*time.Minute+d/2), 1) {
 		t.Fatal("AllowN admitted during the usage hold")
 	}
 }

@@ -48,7 +48,7 @@ func BenchmarkTierAdmit(b *testing.B) {
 	for i := range names {
 		names[i] = "+2376" + strconv.Itoa(10_000_000+i)
 	}
-	step := throughput.TierWindow / window
+	step := (24 * time.Hour) / window
 	tier := throughput.NewTier(throughput.Tier100K, throughput.WithClock(farClock()))
 	now := t0
 	for i := range window {

@@ -27,8 +27,8 @@ const (
 	Unlimited = -1
 )
 
-// TierWindow is the length of the moving window a tier counts over.
-const TierWindow = 24 * time.Hour
+// tierWindow is the length of the moving window a tier counts over.
+const tierWindow = 24 * time.Hour
 
 // Tier counts the unique recipients a business portfolio reached in the
 // last 24 hours. Share one Tier between all numbers of a portfolio. It is
@@ -58,7 +58,7 @@ const TierWindow = 24 * time.Hour
 // of 0 and the real clock.
 type Tier struct {
 	clock clock.Clock
-	opts  options
+	opts  options // opts.err: the first invalid option; every claim fails with it
 
 	mu    sync.Mutex  // protects the fields below
 	limit int         // set by NewTier or SetLimit
@@ -76,9 +76,10 @@ type tierEntry struct {
 
 // NewTier returns a Tier admitting limit unique recipients per 24 hours
 // ([Tier250] ... [Tier100K], another figure, 0 for none, or [Unlimited]).
-// Only [WithClock] and [WithStore] apply.
+// [WithClock] and [WithStore] apply; another option makes every claim fail
+// with [ErrInvalidOption].
 func NewTier(limit int, opts ...Option) *Tier {
-	o := buildOptions(opts)
+	o := buildOptions("NewTier", opts)
 	return &Tier{clock: o.clock, opts: o, limit: max(limit, Unlimited)}
 }
 
@@ -118,8 +119,9 @@ func (c Claim) OK() bool { return c.ok }
 func (c Claim) RetryAt() time.Time { return c.retryAt }
 
 // Err returns why the claim was refused other than by the limit: a
-// recipient error (see [pairlimit.NewPair] for the accepted forms) or a
-// error matching ErrStore. It is nil otherwise.
+// recipient error (see [pairlimit.NewPair] for the accepted forms), an
+// error matching ErrStore, or one matching ErrInvalidOption. It is nil
+// otherwise.
 func (c Claim) Err() error { return c.err }
 
 // Release gives the admission back because its message never went out
@@ -175,6 +177,9 @@ func (t *Tier) Admit(now time.Time, recipient string) (ok bool, retryAt time.Tim
 // Claim admits recipient at now as Admit does, and returns a Claim that can
 // give the admission back.
 func (t *Tier) Claim(now time.Time, recipient string) Claim {
+	if t.opts.err != nil {
+		return Claim{err: t.opts.err}
+	}
 	to, err := phone.ParseTo(recipient)
 	if err != nil {
 		return Claim{err: fmt.Errorf("throughput: %w", err)}
@@ -192,7 +197,7 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		if limit == Unlimited {
 			return Claim{ok: true}
 		}
-		tk, ok, retryAt, err := t.opts.store.Claim(context.Background(), t.opts.key, to.Key(), now, limit, TierWindow)
+		tk, ok, retryAt, err := t.opts.store.Claim(context.Background(), t.opts.key, to.Key(), now, limit, tierWindow)
 		if err != nil {
 			return Claim{err: &storeError{Op: "claim", Err: err}}
 		}
@@ -209,7 +214,7 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		return Claim{ok: true}
 	}
 	gone := t.expireAt(n)
-	if prev, counted := t.last.get(key); counted && prev > n-int64(TierWindow) {
+	if prev, counted := t.last.get(key); counted && prev > n-int64(tierWindow) {
 		if n > prev {
 			t.last.set(key, n)
 			t.push(key, n)
@@ -217,12 +222,12 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: max(prev, n)}, ok: true}
 	}
 	if t.limit == 0 {
-		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(TierWindow)))}
+		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(tierWindow)))}
 	}
 	if t.last.live-gone >= t.limit {
 		// The oldest count live at now expires after now, and never at or
 		// before it.
-		return Claim{retryAt: time.Unix(0, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1))}
+		return Claim{retryAt: time.Unix(0, max(t.oldestAfter(n-int64(tierWindow))+int64(tierWindow), n+1))}
 	}
 	t.last.set(key, n)
 	t.push(key, n)
@@ -231,10 +236,13 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 
 // Count returns the unique recipients counted in the window ending at now.
 // With a Store whose count fails, it returns 0. An Unlimited tier counts
-// nothing and returns 0.
+// nothing and returns 0, and so does a Tier built with an invalid option.
 func (t *Tier) Count(now time.Time) int {
+	if t.opts.err != nil {
+		return 0
+	}
 	if t.opts.store != nil {
-		n, err := t.opts.store.Count(context.Background(), t.opts.key, now, TierWindow)
+		n, err := t.opts.store.Count(context.Background(), t.opts.key, now, tierWindow)
 		if err != nil {
 			return 0
 		}
@@ -301,7 +309,7 @@ func (t *Tier) expireAt(n int64) int {
 	}
 	// n is ahead of the clock: count, without dropping, the recipients
 	// expired at n but live at the present.
-	gone, limit := 0, n-int64(TierWindow)
+	gone, limit := 0, n-int64(tierWindow)
 	for i := t.head; i < len(t.queue) && t.queue[i].at <= limit; i++ {
 		if t.current(t.queue[i]) {
 			gone++
@@ -321,7 +329,7 @@ func (t *Tier) clockNow() int64 {
 // expire drops the recipients whose latest send is 24 hours old or more.
 // Called with t.mu held.
 func (t *Tier) expire(now int64) {
-	limit := now - int64(TierWindow)
+	limit := now - int64(tierWindow)
 	for t.head < len(t.queue) && t.queue[t.head].at <= limit {
 		if e := t.queue[t.head]; t.current(e) {
 			t.last.del(e.to)

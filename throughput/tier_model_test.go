@@ -40,7 +40,7 @@ func (t *refTier) claim(n int64, key uint64) (throughputstore.TierTicket, bool, 
 		return throughputstore.TierTicket{}, true, 0
 	}
 	gone := t.expireAt(n)
-	if prev, counted := t.last[key]; counted && prev > n-int64(TierWindow) {
+	if prev, counted := t.last[key]; counted && prev > n-int64(tierWindow) {
 		if n > prev {
 			t.last[key] = n
 			t.insert(tierEntry{key, n})
@@ -48,10 +48,10 @@ func (t *refTier) claim(n int64, key uint64) (throughputstore.TierTicket, bool, 
 		return throughputstore.TierTicket{To: key, At: max(prev, n)}, true, 0
 	}
 	if t.limit == 0 {
-		return throughputstore.TierTicket{}, false, sat.Add(n, int64(TierWindow))
+		return throughputstore.TierTicket{}, false, sat.Add(n, int64(tierWindow))
 	}
 	if len(t.last)-gone >= t.limit {
-		return throughputstore.TierTicket{}, false, max(t.oldestAfter(n-int64(TierWindow))+int64(TierWindow), n+1)
+		return throughputstore.TierTicket{}, false, max(t.oldestAfter(n-int64(tierWindow))+int64(tierWindow), n+1)
 	}
 	t.last[key] = n
 	t.insert(tierEntry{key, n})
@@ -90,7 +90,7 @@ func (t *refTier) expireAt(n int64) int {
 		t.clk = t.clock.Now().UnixNano()
 	}
 	present := min(t.asked, t.clk)
-	limit := present - int64(TierWindow)
+	limit := present - int64(tierWindow)
 	for t.head < len(t.queue) && t.queue[t.head].at <= limit {
 		if e := t.queue[t.head]; t.current(e) {
 			delete(t.last, e.to)
@@ -100,7 +100,7 @@ func (t *refTier) expireAt(n int64) int {
 	if n <= present {
 		return 0
 	}
-	gone, limit := 0, n-int64(TierWindow)
+	gone, limit := 0, n-int64(tierWindow)
 	for i := t.head; i < len(t.queue) && t.queue[i].at <= limit; i++ {
 		if t.current(t.queue[i]) {
 			gone++

@@ -34,7 +34,7 @@ func TestTierReleaseThenReclaimSameInstant(t *testing.T) {
 	}
 	// A day on (the clock stays at t0): the first recipient has expired,
 	// the second is still counted.
-	later := t0.Add(TierWindow)
+	later := t0.Add(tierWindow)
 	if got := tier.Count(later); got != 1 {
 		t.Errorf("Count a day on = %d, want 1", got)
 	}
@@ -67,7 +67,7 @@ func TestTierPastClaimExpiresOnTime(t *testing.T) {
 	if !tier.Claim(t0, "237690000002").OK() { // asked earlier, arrived later
 		t.Fatal("claim at an earlier instant refused")
 	}
-	later := t0.Add(TierWindow + time.Second)
+	later := t0.Add(tierWindow + time.Second)
 	clk.now = later
 	if got := tier.Count(later); got != 1 {
 		t.Errorf("Count a day and a second on = %d, want 1", got)

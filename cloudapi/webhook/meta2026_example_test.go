@@ -41,7 +41,7 @@ func ExampleApplyThroughputUpdate() {
 	req.Header.Set(webhook.SignatureHeader, cloudapitest.Sign([]byte(body), "app-secret"))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	fmt.Println(rec.Code, number.MPS())
+	fmt.Println(rec.Code, number.PerSecond())
 	// Output:
 	// throughput 1000 from 2026-01-01 00:00
 	// tier unlimited: true

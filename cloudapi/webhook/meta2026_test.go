@@ -133,8 +133,8 @@ func TestApplyThroughputUpdate(t *testing.T) {
 	clk := clock.NewMock()
 	l := throughput.New(throughput.Default, throughput.WithClock(clk))
 	for _, u := range []*webhook.QualityUpdate{nil, {Event: "UPGRADE", MaxDailyConversationsPerBusiness: "TIER_10K"}, {Event: "FLAGGED"}} {
-		if _, ok := webhook.ApplyThroughputUpdate(l, u, clk.Now()); ok || l.MPS() != throughput.Default {
-			t.Errorf("ApplyThroughputUpdate(%+v) changed the rate to %d", u, l.MPS())
+		if _, ok := webhook.ApplyThroughputUpdate(l, u, clk.Now()); ok || l.PerSecond() != throughput.Default {
+			t.Errorf("ApplyThroughputUpdate(%+v) changed the rate to %d", u, l.PerSecond())
 		}
 	}
 	up := &webhook.QualityUpdate{Event: "THROUGHPUT_UPGRADE"}
@@ -144,8 +144,8 @@ func TestApplyThroughputUpdate(t *testing.T) {
 	if _, ok := webhook.ApplyThroughputUpdate(nil, up, clk.Now()); ok {
 		t.Error("a nil limiter applied")
 	}
-	if mps, ok := webhook.ApplyThroughputUpdate(l, up, clk.Now()); !ok || mps != throughput.Upgraded || l.MPS() != throughput.Upgraded {
-		t.Errorf("upgrade: %d, %v, limiter %d", mps, ok, l.MPS())
+	if mps, ok := webhook.ApplyThroughputUpdate(l, up, clk.Now()); !ok || mps != throughput.Upgraded || l.PerSecond() != throughput.Upgraded {
+		t.Errorf("upgrade: %d, %v, limiter %d", mps, ok, l.PerSecond())
 	}
 	// The new rate admits far more than 80 messages in a second.
 	at := clk.Now().Add(time.Second)

@@ -30,7 +30,7 @@ func main() {
 		schedule backoff.Schedule
 	}{
 		{"Meta's 4^X", backoff.Meta},
-		{"doubling from 1 s", backoff.Doubling},
+		{"doubling from 1 s", backoff.Exponential{Max: time.Minute}},
 	} {
 		w, err := simworld.New(80, nil)
 		if err != nil {

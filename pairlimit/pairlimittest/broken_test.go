@@ -20,25 +20,25 @@ import (
 type mapStore struct {
 	flaw string
 	mu   sync.Mutex
-	m    map[pairlimit.Pair]pairstore.State
+	m    map[pairstore.Pair]pairstore.State
 	id   uint64
 	// latest is the latest instant asked (flaw evictatdue)
 	latest int64
 }
 
-func (s *mapStore) load(p pairlimit.Pair) pairstore.State {
+func (s *mapStore) load(p pairstore.Pair) pairstore.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[p]
 }
 
-func (s *mapStore) save(p pairlimit.Pair, st pairstore.State) {
+func (s *mapStore) save(p pairstore.Pair, st pairstore.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[p] = st
 }
 
-func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
+func (s *mapStore) Reserve(_ context.Context, p pairstore.Pair, t time.Time, cost, maxWait time.Duration) (pairstore.Ticket, bool, error) {
 	if s.flaw != "racy" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -80,7 +80,7 @@ func (s *mapStore) Reserve(_ context.Context, p pairlimit.Pair, t time.Time, cos
 	return tk, true, nil
 }
 
-func (s *mapStore) Next(_ context.Context, p pairlimit.Pair, t time.Time) (time.Time, error) {
+func (s *mapStore) Next(_ context.Context, p pairstore.Pair, t time.Time) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.m[p]
@@ -90,7 +90,7 @@ func (s *mapStore) Next(_ context.Context, p pairlimit.Pair, t time.Time) (time.
 	return time.Unix(0, st.Next(t.UnixNano())), nil
 }
 
-func (s *mapStore) Cancel(_ context.Context, p pairlimit.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
+func (s *mapStore) Cancel(_ context.Context, p pairstore.Pair, t time.Time, tk pairstore.Ticket) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.m[p]
@@ -108,7 +108,7 @@ func (s *mapStore) Cancel(_ context.Context, p pairlimit.Pair, t time.Time, tk p
 	return ok, nil
 }
 
-func (s *mapStore) Refuse(_ context.Context, p pairlimit.Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
+func (s *mapStore) Refuse(_ context.Context, p pairstore.Pair, t time.Time, holds []time.Duration, _ time.Duration) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.m[p]
@@ -123,7 +123,7 @@ func (s *mapStore) Refuse(_ context.Context, p pairlimit.Pair, t time.Time, hold
 	return hold, nil
 }
 
-func (s *mapStore) Accept(_ context.Context, p pairlimit.Pair, _ time.Time) error {
+func (s *mapStore) Accept(_ context.Context, p pairstore.Pair, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.m[p]; ok {
@@ -140,8 +140,8 @@ const envFlaw = "PAIRLIMITTEST_FLAW"
 // ("ok-evict"), which must pass.
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
-		pairlimittest.TestStore(t, func(*testing.T) pairlimit.Store {
-			return &mapStore{flaw: flaw, m: map[pairlimit.Pair]pairstore.State{}}
+		pairlimittest.TestStore(t, func(*testing.T) pairstore.Store {
+			return &mapStore{flaw: flaw, m: map[pairstore.Pair]pairstore.State{}}
 		})
 		return
 	}

@@ -1,9 +1,9 @@
 // Package pairlimittest is the conformance kit for implementations of
-// [pairlimit.Store]: one suite that the in-memory store, the Redis store and
+// [pairstore.Store]: one suite that the in-memory store, the Redis store and
 // anyone's own store run alike.
 //
 //	func TestMyStore(t *testing.T) {
-//		pairlimittest.TestStore(t, func(t *testing.T) pairlimit.Store { return mystore.New(...) })
+//		pairlimittest.TestStore(t, func(t *testing.T) pairstore.Store { return mystore.New(...) })
 //	}
 //
 // The suite checks that every method applies exactly the pure
@@ -35,7 +35,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // Each call of newStore must return an empty store (or one whose pairs the
 // suite has not used: the suite picks its own business numbers per
 // subtest), usable for the rest of the subtest.
-func TestStore(t *testing.T, newStore func(t *testing.T) pairlimit.Store) {
+func TestStore(t *testing.T, newStore func(t *testing.T) pairstore.Store) {
 	t.Run("Model", func(t *testing.T) { testModel(t, newStore(t)) })
 	t.Run("PairsAreIndependent", func(t *testing.T) { testIndependent(t, newStore(t)) })
 	t.Run("NextChangesNothing", func(t *testing.T) { testNext(t, newStore(t)) })
@@ -57,7 +57,7 @@ func pair(t *testing.T, from, to int) pairlimit.Pair {
 var holds = []time.Duration{time.Second, 4 * time.Second, 16 * time.Second, 64 * time.Second, 256 * time.Second}
 
 // testModel drives random calls, comparing each answer with the State model.
-func testModel(t *testing.T, s pairlimit.Store) {
+func testModel(t *testing.T, s pairstore.Store) {
 	ctx := context.Background()
 	// Time moves on across seeds: a store may forget a pair once instants
 	// asked of it have passed its due (State.Expired).
@@ -140,7 +140,7 @@ func testModel(t *testing.T, s pairlimit.Store) {
 	}
 }
 
-func testIndependent(t *testing.T, s pairlimit.Store) {
+func testIndependent(t *testing.T, s pairstore.Store) {
 	ctx := context.Background()
 	a, b, c := pair(t, 10, 1), pair(t, 10, 2), pair(t, 11, 1)
 	if _, ok, err := s.Reserve(ctx, a, t0, time.Minute, pairlimit.InfDuration); !ok || err != nil {
@@ -157,7 +157,7 @@ func testIndependent(t *testing.T, s pairlimit.Store) {
 	}
 }
 
-func testNext(t *testing.T, s pairlimit.Store) {
+func testNext(t *testing.T, s pairstore.Store) {
 	ctx := context.Background()
 	p := pair(t, 20, 1)
 	for range 3 {
@@ -179,7 +179,7 @@ func testNext(t *testing.T, s pairlimit.Store) {
 // testFailsOutliveHold checks that a pair's count of 131056 answers
 // outlives its hold and its debt for memory (Refuse's argument), as
 // State.Expired requires: the next 131056 within it holds longer.
-func testFailsOutliveHold(t *testing.T, s pairlimit.Store) {
+func testFailsOutliveHold(t *testing.T, s pairstore.Store) {
 	ctx := context.Background()
 	p := pair(t, 21, 1)
 	at := t0
@@ -204,7 +204,7 @@ func testFailsOutliveHold(t *testing.T, s pairlimit.Store) {
 // testRepaidOutOfOrder checks that a pair's debt, once the latest instant
 // asked has passed it, is still seen by a call whose instant arrives up to
 // KeepAfterDue late (State.Expired), however much traffic came between.
-func testRepaidOutOfOrder(t *testing.T, s pairlimit.Store) {
+func testRepaidOutOfOrder(t *testing.T, s pairstore.Store) {
 	ctx := context.Background()
 	const cost = 6*time.Second + 250*time.Millisecond
 	for round := range 10 {
@@ -232,7 +232,7 @@ func testRepaidOutOfOrder(t *testing.T, s pairlimit.Store) {
 // testShared runs several limiters over s from many goroutines, on a few
 // overlapping pairs, reserving, cancelling and refunding at shuffled
 // instants, and checks what would have been sent against Meta's rule.
-func testShared(t *testing.T, s pairlimit.Store) {
+func testShared(t *testing.T, s pairstore.Store) {
 	const (
 		limiters   = 4
 		goroutines = 16
@@ -304,7 +304,7 @@ func testShared(t *testing.T, s pairlimit.Store) {
 // after its instant) and reserved again at the write, so that the pair is
 // due from when the burst reached Meta: the write plus n intervals plus
 // the margin, exactly.
-func testMoved(t *testing.T, s pairlimit.Store) {
+func testMoved(t *testing.T, s pairstore.Store) {
 	lim := pairlimit.New(pairlimit.Meta, pairlimit.WithStore(s))
 	p := pair(t, 7, 7)
 	r := lim.ReserveN(t0, p, 3)

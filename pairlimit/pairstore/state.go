@@ -7,7 +7,7 @@ import (
 	"github.com/wapace/wapace/internal/sat"
 )
 
-// State is one pair's pacing state as a [github.com/wapace/wapace/pairlimit.Store] keeps it, and the pure
+// State is one pair's pacing state as a [Store] keeps it, and the pure
 // decision functions over it: the exact rule every store implements. All
 // instants are Unix nanoseconds. The zero State owes nothing.
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/wapace/wapace/internal/sat"
 )
 
-// BucketState is a token bucket as a [github.com/wapace/wapace/throughput.Store] keeps it, in the form of a
+// BucketState is a token bucket as a [Store] keeps it, in the form of a
 // generic cell rate algorithm: one token per interval, up to burst at once.
 // Instants are Unix nanoseconds. The zero BucketState is a full bucket with
 // no hold.

@@ -2,6 +2,7 @@ package throughputtest_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
@@ -61,7 +61,7 @@ func (s *mapStore) Reserve(_ context.Context, key string, t time.Time, n int, in
 		}
 	}
 	next := st.Next(t.UnixNano(), n, interval, burst)
-	if n > burst || (s.flaw != "nowait" && maxWait != throughput.InfDuration && next > t.UnixNano()+int64(maxWait)) {
+	if n > burst || (s.flaw != "nowait" && maxWait != time.Duration(math.MaxInt64) && next > t.UnixNano()+int64(maxWait)) {
 		return throughputstore.BucketTicket{Act: next}, false, nil
 	}
 	if racy {
@@ -162,7 +162,7 @@ const envFlaw = "THROUGHPUTTEST_FLAW"
 // required a reservation's PrevTop even after the state had expired.)
 func TestKitCatchesBrokenStores(t *testing.T) {
 	if flaw, ok := os.LookupEnv(envFlaw); ok {
-		throughputtest.TestStore(t, func(*testing.T) throughput.Store {
+		throughputtest.TestStore(t, func(*testing.T) throughputstore.Store {
 			return &mapStore{flaw: flaw, buckets: map[string]throughputstore.BucketState{}, tiers: map[string]throughputstore.TierState{}}
 		})
 		return

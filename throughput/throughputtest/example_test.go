@@ -3,7 +3,7 @@ package throughputtest_test
 import (
 	"testing"
 
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
@@ -11,8 +11,8 @@ import (
 // in-memory store; a Redis store passes a fresh key prefix per call).
 func ExampleTestStore() {
 	_ = func(t *testing.T) {
-		throughputtest.TestStore(t, func(t *testing.T) throughput.Store {
-			return throughput.NewMemoryStore(nil)
+		throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store {
+			return throughputstore.NewMemoryStore(nil)
 		})
 	}
 }

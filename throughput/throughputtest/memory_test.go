@@ -3,10 +3,10 @@ package throughputtest_test
 import (
 	"testing"
 
-	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"github.com/wapace/wapace/throughput/throughputtest"
 )
 
 func TestMemoryStore(t *testing.T) {
-	throughputtest.TestStore(t, func(t *testing.T) throughput.Store { return throughput.NewMemoryStore(nil) })
+	throughputtest.TestStore(t, func(t *testing.T) throughputstore.Store { return throughputstore.NewMemoryStore(nil) })
 }

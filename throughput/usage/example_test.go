@@ -17,7 +17,7 @@ func ExampleParse() {
 		fmt.Println(err)
 		return
 	}
-	b := throughput.NewBudget(throughput.BudgetDefault)
+	b := throughput.NewBudget(200)
 	fmt.Println(entries[0].Type, entries[0].MaxPercent(), "% used, hold", b.Observe(time.Now(), entries))
 	// Output:
 	// whatsapp_business_management 100 % used, hold 12m0s

@@ -1,4 +1,4 @@
-package throughput
+package throughputstore
 
 import (
 	"testing"
