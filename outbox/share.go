@@ -114,8 +114,9 @@ func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*
 }
 
 // pickLanes picks up to n due lane heads of number from, lane by lane
-// from where its last pick ended, skipping the ids in seen.
-func (r *runner) pickLanes(ctx context.Context, tx *sql.Tx, now time.Time, from string, n int, seen map[int64]bool) ([]*claimed, []string, error) {
+// from where its last pick ended, skipping the ids in seen (kept of them
+// are from's).
+func (r *runner) pickLanes(ctx context.Context, tx *sql.Tx, now time.Time, from string, n, kept int, seen map[int64]bool) ([]*claimed, []string, error) {
 	cursor := r.cursors[from]
 	if cursor == "" {
 		cursor = laneBelow(from)
@@ -128,7 +129,7 @@ func (r *runner) pickLanes(ctx context.Context, tx *sql.Tx, now time.Time, from 
 		if len(picks)+len(bad) >= n || span[0] >= span[1] {
 			continue
 		}
-		p, b, err := r.scanPicks(ctx, tx, now, sqlPickLanes, span[0], span[1], nanos(now), n-len(picks)-len(bad)+len(seen))
+		p, b, err := r.scanPicks(ctx, tx, now, sqlPickLanes, span[0], span[1], nanos(now), n-len(picks)-len(bad)+kept)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -164,8 +165,10 @@ func (r *runner) spread(ctx context.Context, tx *sql.Tx, now time.Time, n int, p
 		return picks, bad, nil // no number was over its share
 	}
 	seen := make(map[int64]bool, len(picks))
+	kept := map[string]int{}
 	for _, it := range picks {
 		seen[it.id] = true
+		kept[it.From]++
 	}
 	dropped := make(map[string]bool, len(bad))
 	for _, k := range bad {
@@ -179,7 +182,7 @@ func (r *runner) spread(ctx context.Context, tx *sql.Tx, now time.Time, n int, p
 		if room[from] <= 0 {
 			continue
 		}
-		more, b, err := r.pickLanes(ctx, tx, now, from, min(room[from], free), seen)
+		more, b, err := r.pickLanes(ctx, tx, now, from, min(room[from], free), kept[from], seen)
 		if err != nil {
 			return nil, nil, err
 		}
