@@ -161,3 +161,45 @@ func TestSharedRunKeepsLaneOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestShareLeavesNoSendIdle: a number's share orders the picks; it never
+// leaves a send idle. Number B has live items, but one lane whose items
+// wait 6 s apart for the pair; number A's campaign gets the sends B
+// cannot use (all 4 but B's one at most), not just its half.
+func TestShareLeavesNoSendIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := "106540352242931", "106540352242932"
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t, outbox.WithConcurrency(4))
+		c := newClient(t, meta) // 80 msg/s: A's sends wait for their slots
+		var msgs []cloudapi.Message
+		for i := range 5 {
+			msgs = append(msgs, cloudapi.Template("+237690000001", "winter_sale", "en", cloudapi.Body(cloudapi.TextParam(fmt.Sprint(i)))))
+		}
+		if _, err := o.EnqueueMany(t.Context(), b, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		msgs = nil
+		for i := range 200 {
+			msgs = append(msgs, cloudapi.Template(fmt.Sprintf("+2376%08d", 100+i), "winter_sale", "en"))
+		}
+		if _, err := o.EnqueueMany(t.Context(), a, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		runErr, stop := startRun(t.Context(), o, c)
+		most := 0
+		for range 100 {
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+			st, err := o.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			most = max(most, st.Counts[outbox.StateSending])
+		}
+		stopRun(t, runErr, stop)
+		if most < 4 {
+			t.Errorf("at most %d sends in flight, want all 4 (B can use only one)", most)
+		}
+	})
+}

@@ -18,10 +18,12 @@ import (
 // slots, while the other numbers' lanes, queued behind, wait too: five
 // numbers upgraded to 1,000 msg/s were sent one block at a time. So each
 // number with live items gets an equal share of WithConcurrency; a pick
-// whose heads belong to numbers at their share leaves those queued, and
-// the numbers under their share are picked on their own, lane by lane
-// from where their last such pick ended (every lane has its turn). With
-// one number, its share is the whole. (SQLite only for now: on Postgres a
+// whose heads belong to numbers at their share sets those aside, the
+// numbers under their share are picked on their own, lane by lane from
+// where their last such pick ended (every lane has its turn), and the
+// sends they leave free go to the heads set aside (a share orders the
+// picks; it never leaves a send idle). With one number, its share is the
+// whole. (SQLite only for now: on Postgres a
 // range of lanes depends on the database's collation; its picks stay in
 // due order.)
 
@@ -78,14 +80,14 @@ func (r *runner) listSenders(ctx context.Context, tx *sql.Tx) ([]string, error) 
 	return senders, nil
 }
 
-// share keeps the picks of numbers under their share of n sends (busy:
-// the sends in flight by number) and returns them, and the room each
-// number has left.
-func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*claimed, busy map[string]int) ([]*claimed, map[string]int, error) {
+// share splits picks into those of numbers under their share of the sends
+// (busy: the sends in flight by number) and those over it, and returns
+// the room each number has left (nil with a single number: all kept).
+func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*claimed, busy map[string]int) (kept, over []*claimed, room map[string]int, err error) {
 	if r.sendersAt.IsZero() || !now.Before(r.sendersAt) {
 		senders, err := r.listSenders(ctx, tx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		r.senders, r.sendersAt = senders, now.Add(sendersEvery)
 	}
@@ -96,21 +98,22 @@ func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*
 		}
 	}
 	if len(active) <= 1 {
-		return picks, nil, nil
+		return picks, nil, nil, nil
 	}
 	each := max(1, r.o.cfg.concurrency/len(active))
-	room := make(map[string]int, len(active))
+	room = make(map[string]int, len(active))
 	for _, s := range active {
 		room[s] = max(0, each-busy[s])
 	}
-	kept := picks[:0]
 	for _, it := range picks {
 		if room[it.From] > 0 {
 			room[it.From]--
 			kept = append(kept, it)
+		} else {
+			over = append(over, it)
 		}
 	}
-	return kept, room, nil
+	return kept, over, room, nil
 }
 
 // pickLanes picks up to n due lane heads of number from, lane by lane
@@ -156,12 +159,11 @@ func (r *runner) spread(ctx context.Context, tx *sql.Tx, now time.Time, n int, p
 			busy[it.From]++
 		}
 	}
-	all := len(picks)
-	picks, room, err := r.share(ctx, tx, now, picks, busy)
+	picks, over, room, err := r.share(ctx, tx, now, picks, busy)
 	if err != nil {
 		return nil, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 	}
-	if len(picks) == all {
+	if len(over) == 0 {
 		return picks, bad, nil // no number was over its share
 	}
 	seen := make(map[int64]bool, len(picks))
@@ -194,7 +196,10 @@ func (r *runner) spread(ctx context.Context, tx *sql.Tx, now time.Time, n int, p
 			}
 		}
 	}
-	return picks, bad, nil
+	// Sends the other numbers could not use go to those over their share:
+	// a share orders the picks, it never leaves a send idle.
+	free := max(0, n-len(picks)-len(bad))
+	return append(picks, over[:min(free, len(over))]...), bad, nil
 }
 
 // scanPicks runs a pick query and reads its rows: the picks, and the keys
