@@ -70,7 +70,11 @@ type finished struct {
 // Each lane, one business number and one recipient, is sent in FIFO order,
 // one item at a time; lanes are independent: a lane whose pair is in debt
 // or held after a 131056, or whose number is held, waits on the clock
-// holding no send, and never delays another lane. Run sleeps until the
+// holding no send, and never delays another lane. With SQLite, business
+// numbers share the sends: each number with live items has an equal share
+// of WithConcurrency first, so that a number waiting for its throughput
+// slots does not hold every send while the others' lanes wait, and the
+// sends a number cannot use go to the others. Run sleeps until the
 // next due instant (a lane's wait, a deadline, a lease), an enqueue, or a
 // send's end; it does not poll (but see WithIdleWake).
 //
