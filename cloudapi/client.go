@@ -37,6 +37,29 @@ const (
 	DefaultTimeout = 30 * time.Second
 )
 
+// idleConnsPerHost is how many idle connections to one host the Client's
+// own transport keeps (without WithHTTPClient). net/http's default
+// transport keeps 2: a sender with more requests in flight over HTTP/1.1
+// would dial a new connection for most of them. It is above
+// outbox.DefaultConcurrency.
+const idleConnsPerHost = 256
+
+// defaultTransport is the transport of Clients made without
+// WithHTTPClient, shared by them as http.DefaultTransport is: net/http's
+// default transport (proxy from the environment, HTTP/2 when the server
+// offers it, its timeouts) keeping idleConnsPerHost idle connections per
+// host.
+var defaultTransport = sync.OnceValue(func() http.RoundTripper {
+	tr, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport // replaced by the program: keep its choice
+	}
+	tr = tr.Clone()
+	tr.MaxIdleConnsPerHost = idleConnsPerHost
+	tr.MaxIdleConns = max(tr.MaxIdleConns, 2*idleConnsPerHost)
+	return tr
+})
+
 // ErrInvalidOption is matched by the error New returns for a bad option.
 var ErrInvalidOption = errors.New("cloudapi: invalid option")
 
@@ -113,7 +136,12 @@ func WithAPIVersion(v string) Option {
 
 // WithHTTPClient makes requests with a copy of hc; hc itself is never
 // changed. Every request stays bounded: if hc has no Timeout, the copy gets
-// DefaultTimeout (give hc a Timeout of your own to change it).
+// DefaultTimeout (give hc a Timeout of your own to change it). Without
+// it, the Client uses net/http's default transport keeping 256 idle
+// connections per host; a transport of your
+// own should keep about as many as you have requests in flight
+// (http.Transport.MaxIdleConnsPerHost: its default, 2, makes most
+// requests dial).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
@@ -314,7 +342,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		token:      &credential{token},
 		baseURL:    DefaultBaseURL,
 		version:    DefaultAPIVersion,
-		hc:         &http.Client{Timeout: DefaultTimeout},
+		hc:         &http.Client{Timeout: DefaultTimeout, Transport: defaultTransport()},
 		clock:      clock.New(),
 		log:        slog.New(slog.DiscardHandler),
 		schedule:   backoff.Meta,

@@ -70,7 +70,11 @@ type finished struct {
 // Each lane, one business number and one recipient, is sent in FIFO order,
 // one item at a time; lanes are independent: a lane whose pair is in debt
 // or held after a 131056, or whose number is held, waits on the clock
-// holding no send, and never delays another lane. Run sleeps until the
+// holding no send, and never delays another lane. With SQLite, business
+// numbers share the sends: each number with live items has an equal share
+// of WithConcurrency first, so that a number waiting for its throughput
+// slots does not hold every send while the others' lanes wait, and the
+// sends a number cannot use go to the others. Run sleeps until the
 // next due instant (a lane's wait, a deadline, a lease), an enqueue, or a
 // send's end; it does not poll (but see WithIdleWake).
 //
@@ -107,7 +111,7 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	}
 	o.client.Store(c)
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
-		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency),
+		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), cursors: map[string]string{},
 		batch: int64(max(1, o.cfg.concurrency/8))}
 	if err := r.register(ctx); err != nil {
 		return err
@@ -135,6 +139,12 @@ type runner struct {
 	unrecorded []finished // outcomes a failed transaction did not record
 	uncertain  []any      // keys a failed claim transaction may have claimed
 	marks      markGroup  // the write marks of the sends in flight (mark.go)
+
+	// Sharing the sends between numbers (share.go).
+	ending    map[string]bool   // keys in inflight whose outcome is being recorded
+	senders   []string          // the numbers with live items, as last listed
+	sendersAt time.Time         // when to list them again
+	cursors   map[string]string // by number: the lane its last pickLanes ended at
 
 	sigMu   sync.Mutex         // protects wake, awake and pending
 	wake    context.CancelFunc // ends the current sleep
@@ -355,6 +365,10 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		_ = tx.Rollback()
 		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
 	}
+	r.ending = make(map[string]bool, len(fs)) // in flight no more (spread)
+	for _, f := range fs {
+		r.ending[f.it.Key] = true
+	}
 	items, picked, cevs, err := r.claim(ctx, tx, now, n)
 	if err != nil {
 		_ = tx.Rollback()
@@ -547,30 +561,16 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 	if o.d.postgres {
 		pickArgs = []any{r.owner, nanos(now), n}
 	}
-	rows, err := o.query(ctx, tx, pickSQL(o.d), pickArgs...)
+	picks, bad, err := r.scanPicks(ctx, tx, now, pickSQL(o.d), pickArgs...)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		return nil, 0, nil, err
 	}
-	var picks []*claimed
-	var bad []string
-	for rows.Next() {
-		it := &claimed{}
-		var body string
-		if err := it.scan(rows, &body, &it.otherSent); err != nil {
-			rows.Close()
-			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
+	if !o.d.postgres {
+		// Each number its share of the sends (share.go).
+		if picks, bad, err = r.spread(ctx, tx, now, n, picks, bad); err != nil {
+			return nil, 0, nil, err
 		}
-		it.UpdatedAt = now
-		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
-			bad = append(bad, it.Key)
-			continue
-		}
-		picks = append(picks, it)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
-	}
-	rows.Close()
 	for _, k := range bad {
 		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
 		if err != nil {

@@ -35,6 +35,7 @@ type app struct {
 
 	mu       sync.Mutex // protects the fields below
 	log      []record
+	accepted int            // messages accepted (in log)
 	byKey    map[string]int // accepted per biz_opaque_callback_data
 	refusals map[int]int    // by Graph error code
 	hookSent int
@@ -160,7 +161,10 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fake.ServeHTTP(w, r) // a management call, not a message: not logged
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	// Sized from Content-Length (bounded), not grown from 512 bytes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), 1<<20)+1))
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, 1<<20+1))
+	body := buf.Bytes()
 	if err != nil {
 		http.Error(w, "unreadable body", http.StatusBadRequest)
 		return
@@ -219,6 +223,7 @@ func (a *app) record(r *http.Request, rec record) {
 	a.mu.Lock()
 	a.log = append(a.log, rec)
 	if rec.Accepted && rec.Type != "" {
+		a.accepted++
 		if rec.CallbackData != "" {
 			a.byKey[rec.CallbackData]++
 		}
@@ -240,12 +245,7 @@ func (a *app) record(r *http.Request, rec record) {
 func (a *app) stats() Stats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := Stats{Requests: len(a.log), Refusals: map[string]int{}, ByKey: map[string]int{}}
-	for _, r := range a.log {
-		if r.Accepted && r.Type != "" {
-			s.Accepted++
-		}
-	}
+	s := Stats{Requests: len(a.log), Accepted: a.accepted, Refusals: map[string]int{}, ByKey: map[string]int{}}
 	for c, n := range a.refusals {
 		s.Refusals[strconv.Itoa(c)] = n
 	}

@@ -1,0 +1,59 @@
+package cloudapi_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+)
+
+// TestDefaultTransportKeepsConnections: with default options, a sender
+// with many requests in flight reuses its connections instead of dialling
+// one for most requests (net/http's default transport keeps only 2 idle
+// connections per host: at 64 in flight, each round dialled about 62 new
+// ones and left as many sockets in TIME_WAIT).
+func TestDefaultTransportKeepsConnections(t *testing.T) {
+	var dialled atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond) // let the requests overlap
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"messaging_product":"whatsapp","contacts":[{"input":"x","wa_id":"x"}],"messages":[{"id":"wamid.T"}]}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dialled.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(srv.URL), cloudapi.WithThroughput(100000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inFlight = 64
+	round := func(r int) {
+		var wg sync.WaitGroup
+		for g := range inFlight {
+			wg.Go(func() {
+				if _, err := c.Send(t.Context(), "106540352242922", cloudapi.Text(fmt.Sprintf("+23769%02d%04d", r, g), "hi")); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round(0)
+	first := dialled.Load()
+	for r := 1; r <= 3; r++ {
+		round(r)
+	}
+	if more := dialled.Load() - first; more > inFlight/8 {
+		t.Errorf("%d connections dialled by the first round of %d requests in flight, %d more by the next three: want the first round's reused", first, inFlight, more)
+	}
+}

@@ -1,0 +1,210 @@
+package realtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/throughput"
+)
+
+// upgraded are the business numbers of TestOutboxFiveUpgradedNumbers,
+// each upgraded to throughput.Upgraded (1,000 msg/s).
+var upgraded = []string{"106540352242931", "106540352242932", "106540352242933", "106540352242934", "106540352242935"}
+
+// cpuTime is the user + system CPU time process pid has used (0 where
+// /proc is missing). Clock ticks are taken as Linux's USER_HZ, 100.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted from 3 start after its closing parenthesis.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's user + system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestOutboxFiveUpgradedNumbers: the outbox dispatching from SQLite, in
+// one process, a campaign of templates over five numbers each upgraded to
+// 1,000 msg/s (the Client told so with WithNumberThroughput, otherwise
+// default options; the fake enforcing the same figures), all of it queued
+// before Run starts: 5,000 msg/s for a third of the suite's period (10 s
+// and 50,000 templates by default; 1,000 in batches of 100 under the race
+// detector). Each number's share was enqueued as
+// a campaign would be, EnqueueMany batches of 1,000 with the numbers
+// taking turns, so the queue holds each number's messages in blocks: the
+// run must keep every number busy, not one block at a time. Checked: 0 x
+// 130429, 0 x 131056, no duplicate, every message accepted, and (when
+// the machine was not overcommitted, see check) at least 95 % of 5,000
+// msg/s between the first and the last acceptance. Logged: each number's
+// share, and the CPU time of the sender (this process), the fake and the
+// hog over the dispatch.
+func TestOutboxFiveUpgradedNumbers(t *testing.T) {
+	k := settings(t)
+	const perNumber = throughput.Upgraded
+	n := len(upgraded) * perNumber * max(1, k.seconds/3)
+	batch := 1000
+	if raceEnabled {
+		// The race detector's sender moves tens of messages a second: the
+		// rate means nothing there, the sharing of the sends still runs.
+		n, batch = 1000, 100
+	}
+	rounds(t, k, func(t *testing.T, r *round) {
+		var args []string
+		var opts []cloudapi.Option
+		for _, id := range upgraded {
+			args = append(args, "-number-mps", id+"="+strconv.Itoa(perNumber))
+			opts = append(opts, cloudapi.WithNumberThroughput(id, perNumber))
+		}
+		meta, fake := startFakeProcess(t, args...)
+		hog := startHog(t, k)
+		// A bound against a hang, not a promise.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(n)*50*time.Millisecond+2*time.Minute)
+		defer cancel()
+		ob, err := outbox.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ob.Close()
+		c, _, err := client(senderArgs{Meta: meta}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var enqErrs []string
+		enqueued := 0
+		began := time.Now()
+		for i := 0; i < n; i += batch * len(upgraded) {
+			for j, from := range upgraded {
+				var msgs []cloudapi.Message
+				for b := range batch {
+					seq := i + j*batch + b
+					if seq >= n {
+						break
+					}
+					m := cloudapi.Template(fmt.Sprintf("+2376%08d", seq), "winter_sale", "en",
+						cloudapi.Body(cloudapi.TextParam(strconv.Itoa(seq))))
+					m.IdempotencyKey = fmt.Sprintf("five-%d", seq)
+					msgs = append(msgs, m)
+				}
+				res, err := ob.EnqueueMany(ctx, from, msgs...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					if r.Err != nil {
+						if len(enqErrs) < 10 {
+							enqErrs = append(enqErrs, r.Err.Error())
+						}
+						continue
+					}
+					enqueued++
+				}
+			}
+		}
+		t.Logf("%d templates queued in %v", enqueued, time.Since(began).Round(time.Millisecond))
+		if enqueued != n {
+			t.Fatalf("%d of %d enqueued: %q", enqueued, n, enqErrs)
+		}
+
+		cpuSelf, cpuFake := selfCPU(), cpuTime(fake.Pid)
+		var cpuHog time.Duration
+		if hog != nil {
+			cpuHog = cpuTime(hog.Pid)
+		}
+		start := time.Now()
+		runCtx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- ob.Run(runCtx, c) }()
+		if err := ob.Drain(ctx); err != nil {
+			t.Errorf("Drain: %v", err)
+		}
+		wall := time.Since(start)
+		cpuSelf, cpuFake = selfCPU()-cpuSelf, cpuTime(fake.Pid)-cpuFake
+		if hog != nil {
+			cpuHog = cpuTime(hog.Pid) - cpuHog
+		}
+		stop()
+		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		t.Logf("dispatch: %v of wall time; CPU: sender %v (%.2f cores), fake %v (%.2f), hog %v (%.2f)",
+			wall.Round(time.Millisecond), cpuSelf.Round(time.Millisecond), cpuSelf.Seconds()/wall.Seconds(),
+			cpuFake.Round(time.Millisecond), cpuFake.Seconds()/wall.Seconds(), cpuHog.Round(time.Millisecond), cpuHog.Seconds()/wall.Seconds())
+
+		o, perNumberRate := observeNumbers(t, meta)
+		o.figure = len(upgraded) * perNumber
+		for _, id := range upgraded {
+			t.Logf("number %s: %.1f msg/s between its first and last acceptance", id, perNumberRate[id])
+		}
+		if o.accepted != n {
+			t.Errorf("%d of %d messages accepted", o.accepted, n)
+		}
+		st, err := ob.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Counts[outbox.StateAccepted]; got != n {
+			t.Errorf("the outbox recorded %d accepted, want %d (%v)", got, n, st.Counts)
+		}
+		check(t, k, r, o, nil)
+	})
+}
+
+// observeNumbers is observe, plus each number's rate between its own
+// first and last acceptance.
+func observeNumbers(t *testing.T, meta string) (outcome, map[string]float64) {
+	t.Helper()
+	o := observe(t, meta, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs, err := fetchRecords(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string][]time.Time{}
+	for _, r := range recs {
+		if !r.Accepted || r.Type == "" {
+			continue
+		}
+		// The path is /{version}/{number}/messages.
+		parts := strings.Split(strings.Trim(r.Path, "/"), "/")
+		if len(parts) == 3 {
+			at[parts[1]] = append(at[parts[1]], r.At)
+		}
+	}
+	rate := map[string]float64{}
+	for id, ts := range at {
+		if len(ts) < 2 {
+			continue
+		}
+		first, last := slices.MinFunc(ts, time.Time.Compare), slices.MaxFunc(ts, time.Time.Compare)
+		rate[id] = float64(len(ts)-1) / last.Sub(first).Seconds()
+	}
+	return o, rate
+}
