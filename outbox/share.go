@@ -39,13 +39,14 @@ const sqlNextSender = `SELECT lane FROM outbox_items INDEXED BY outbox_items_liv
 	WHERE state IN ('queued', 'sending') AND lane >= ? ORDER BY lane LIMIT 1`
 
 // sqlPickLanes is pickSQL (SQLite) for a range of lanes (lower bound
-// excluded, upper included), in lane order.
+// excluded, upper included), in lane order. Its LIMIT is "+?" for the
+// reason pickSQL gives.
 const sqlPickLanes = `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, 0
 	FROM outbox_items i INDEXED BY outbox_items_live
 	WHERE i.state IN ('queued', 'sending') AND i.state = 'queued' AND i.lane > ? AND i.lane <= ? AND i.due_at <= ?
 	AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
 		AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
-	ORDER BY i.lane, i.seq LIMIT ?`
+	ORDER BY i.lane, i.seq LIMIT +?`
 
 // A lane is from + ">" + recipient (from + ">" for read receipts), and
 // from is digits, which sort before '=' , '>' and '?': the lanes of from
