@@ -32,7 +32,7 @@ func TestDefaultTransportKeepsConnections(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(srv.URL), cloudapi.WithThroughput(100000))
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(srv.URL), cloudapi.WithThroughput(10_000)) // the most a Limiter accepts
 	if err != nil {
 		t.Fatal(err)
 	}
