@@ -236,7 +236,10 @@ func TestWriteMarkClaimLost(t *testing.T) {
 }
 
 func claimLost(t *testing.T, dsn string) {
-	meta := cloudapitest.NewServer(t)
+	// Meta's pair rule at test speed: B seeds its pacing from A's claims
+	// and would otherwise wait out 6.25 s of pair debt per claimed bubble
+	// before sending (19 s for the burst).
+	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
 	// One send in flight: A, paused in its held send, claims nothing
 	// more. With more, A's Run could claim the items B's sweep queued
 	// again, and its Client would refuse them locally as a duplicate of
@@ -268,7 +271,7 @@ func claimLost(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()))
+	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +346,10 @@ func TestWriteMarkBurstRecovery(t *testing.T) {
 }
 
 func burstRecovery(t *testing.T, dsn string, written int) {
-	meta := cloudapitest.NewServer(t)
+	// Meta's pair rule at test speed: B seeds its pacing from A's claims
+	// and would otherwise wait out 6.25 s of pair debt per claimed bubble
+	// before sending (19 s for the burst).
+	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
 	// One send in flight: A, paused in its held send, claims nothing
 	// more. With more, A's Run could claim the items B's sweep queued
 	// again, and its Client would refuse them locally as a duplicate of
@@ -385,7 +391,7 @@ func burstRecovery(t *testing.T, dsn string, written int) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()))
+	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,9 @@
 // again alone in a step of their own (.ci/run), with two rounds each. The
 // refusal counts are asserted in every run; the 95 % only when the machine
 // was not overcommitted by other work during the round (see check), since
-// a slot that passes while the sender waits for a CPU is lost. Knobs, for
+// a slot that passes while the sender waits for a CPU is lost. Under the
+// race detector each scenario runs one 5 s round that checks refusals,
+// duplicates and errors, not the rate or the burst's cost. Knobs, for
 // measuring (BENCHMARKS.md): WAPACE_REALTIME_SECONDS (default 30),
 // WAPACE_REALTIME_HOG=0 (no hog), WAPACE_REALTIME_ROUNDS (default 1),
 // WAPACE_REALTIME_MIN_RATE (default 0.95), WAPACE_REALTIME_BUSY_MAX
