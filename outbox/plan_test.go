@@ -18,21 +18,7 @@ func TestPickPlanUsesQueuedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+pickSQL(o.d), 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	all := strings.Join(plan, "\n")
+	all := queryPlan(t, o, pickSQL(o.d), 0, 10)
 	if !strings.Contains(all, "outbox_items_queued") || strings.Contains(all, "TEMP B-TREE") {
 		t.Fatalf("pick plan:\n%s", all)
 	}
@@ -62,7 +48,17 @@ func TestAcceptPlanLooksUpKeys(t *testing.T) {
 	if _, err := o.db.Exec(`ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+acceptSQL(o.d), 0, `{"k":"w"}`, "owner")
+	all := queryPlan(t, o, acceptSQL(o.d), 0, `{"k":"w"}`, "owner")
+	if !strings.Contains(all, "SEARCH outbox_items USING INDEX sqlite_autoindex_outbox_items_1 (ikey=?)") || strings.Contains(all, "SCAN outbox_items") {
+		t.Fatalf("accept plan:\n%s", all)
+	}
+}
+
+// queryPlan returns SQLite's EXPLAIN QUERY PLAN of q with args, one step
+// a line.
+func queryPlan(t *testing.T, o *Outbox, q string, args ...any) string {
+	t.Helper()
+	rows, err := o.db.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +73,8 @@ func TestAcceptPlanLooksUpKeys(t *testing.T) {
 		plan = append(plan, detail)
 	}
 	all := strings.Join(plan, "\n")
-	if !strings.Contains(all, "SEARCH outbox_items USING INDEX sqlite_autoindex_outbox_items_1 (ikey=?)") || strings.Contains(all, "SCAN outbox_items") {
-		t.Fatalf("accept plan:\n%s", all)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return all
 }
