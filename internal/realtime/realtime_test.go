@@ -256,6 +256,7 @@ type knobs struct {
 	minRate         float64 // the least share of the figure between the first and the last acceptance
 	busyMax         float64 // the most runnable tasks on average for which minRate applies (see check)
 	race            bool    // under the race detector: timing is the detector's, so no rate or cost bar
+	noBar           string  // why a scenario's rate bar cannot apply on this machine ("" if it can)
 }
 
 func settings(t *testing.T) knobs {
@@ -544,6 +545,8 @@ func check(t *testing.T, k knobs, r *round, o outcome, errs []string) {
 	switch {
 	case k.race:
 		t.Logf("rate bar not applied under the race detector")
+	case k.noBar != "":
+		t.Logf("rate bar not applied: %s", k.noBar)
 	case busy > k.busyMax:
 		t.Logf("rate bar not applied: %.1f runnable tasks on average, above %.1f (another workload shared the CPUs)", busy, k.busyMax)
 	case o.rate < k.minRate*float64(o.figure):
