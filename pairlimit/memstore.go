@@ -255,12 +255,24 @@ func (m *memoryStore) get(sh *memShard, from, to, hb uint64, t int64) (*pairTabl
 		tb = m.newTable(sh, from, t)
 	}
 	i, ok := tb.slotOf(to, hb)
-	if ok {
-		return tb, &tb.slots[i]
-	}
-	if tb.live >= tb.limit {
+	if !ok && tb.live >= tb.limit {
 		m.rebuild(sh, tb, int(tb.live)+1)
 		i, _ = tb.slotOf(to, hb)
+	}
+	if t <= tb.epoch {
+		// A Due written at t could end at or before the epoch, which a
+		// slot holds as "owes nothing", and be lost to every call asking
+		// before it: move the epoch back first, as far behind t as a new
+		// table's lies. The epoch lies this far ahead only when the table
+		// began with an instant far ahead of the ones asked since, and
+		// the clock too, or when the horizon moved far past the instants
+		// asked: once per 19.5 h of instants further back at most. The
+		// pair's own state may go, expired.
+		m.rebuildAt(sh, tb, int(tb.live)+1, m.horizon(sh), sat.Sub(t, epochBack))
+		i, ok = tb.slotOf(to, hb)
+	}
+	if ok {
+		return tb, &tb.slots[i]
 	}
 	tb.live++
 	s := &tb.slots[i]
@@ -466,12 +478,18 @@ func (m *memoryStore) horizon(sh *memShard) int64 {
 
 // rebuild rehashes tb without its expired states, sized so that its
 // surviving states, plus the states need adds to the live count (get: one;
-// a sweep: none), fill 70 % of it, and moves its epoch to epochBack before
-// now.
+// a sweep: none), fill 70 % of it, and moves its epoch forward to
+// epochBack before now.
 // Called with sh.mu held.
 func (m *memoryStore) rebuild(sh *memShard, tb *pairTable, need int) {
 	now := m.horizon(sh)
-	epoch := max(tb.epoch, sat.Sub(now, epochBack))
+	m.rebuildAt(sh, tb, need, now, max(tb.epoch, sat.Sub(now, epochBack)))
+}
+
+// rebuildAt is rebuild judging expiry at now and counting slot Dues from
+// epoch, earlier or later than tb's: a Due too far ahead of it for a slot
+// moves to the side map. Called with sh.mu held.
+func (m *memoryStore) rebuildAt(sh *memShard, tb *pairTable, need int, now, epoch int64) {
 	if tb.holds == nil && epoch == tb.epoch {
 		m.regrow(tb, now, need) // the common case: slot words move as they are
 		return

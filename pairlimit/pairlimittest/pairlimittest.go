@@ -43,6 +43,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) pairstore.Store) {
 	t.Run("RepaidDebtOutOfOrder", func(t *testing.T) { testRepaidOutOfOrder(t, newStore(t)) })
 	t.Run("SharedLimiters", func(t *testing.T) { testShared(t, newStore(t)) })
 	t.Run("BurstMovedToItsWrite", func(t *testing.T) { testMoved(t, newStore(t)) })
+	t.Run("FarAheadGivenBack", func(t *testing.T) { testFarAheadGivenBack(t, newStore(t)) })
 }
 
 func pair(t *testing.T, from, to int) pairlimit.Pair {
@@ -323,5 +324,40 @@ func testMoved(t *testing.T, s pairstore.Store) {
 	}
 	if want := wrote.Add(3*pairlimit.Meta.Interval + lim.Margin()); !next.Equal(want) {
 		t.Fatalf("the pair is due at +%v, want +%v (the write, 3 x 6 s and the margin)", next.Sub(t0), want.Sub(t0))
+	}
+}
+
+// testFarAheadGivenBack checks that a debt written at the present is kept
+// after a business number's first call asked two days ahead and was given
+// back: a cloudapi caller reserves at a number's future slot, and a store
+// that counts its instants from a base set by the first call must still
+// hold instants before that base exactly (the memory store lost them when
+// its clock was ahead of the instants, as the real clock is of t0).
+func testFarAheadGivenBack(t *testing.T, s pairstore.Store) {
+	ctx := context.Background()
+	const cost = 6*time.Second + 250*time.Millisecond
+	far := t0.Add(48 * time.Hour)
+	for i, refuse := range []bool{false, true} {
+		p := pair(t, 40+i, 1) // a number never asked before
+		tk, ok, err := s.Reserve(ctx, p, far, cost, pairlimit.InfDuration)
+		if err != nil || !ok {
+			t.Fatalf("Reserve two days ahead: %v %v", ok, err)
+		}
+		if back, err := s.Cancel(ctx, p, t0, tk); err != nil || !back {
+			t.Fatalf("give-back at the present: %v %v", back, err)
+		}
+		want := t0.Add(cost)
+		if refuse {
+			hold, err := s.Refuse(ctx, p, t0, holds, 15*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = t0.Add(hold)
+		} else if tk, ok, err := s.Reserve(ctx, p, t0, cost, pairlimit.InfDuration); err != nil || !ok || tk.Act != t0.UnixNano() {
+			t.Fatalf("Reserve at the present after the give-back: act +%v %v %v, want +0s", time.Unix(0, tk.Act).Sub(t0), ok, err)
+		}
+		if got, err := s.Next(ctx, p, t0); err != nil || !got.Equal(want) {
+			t.Fatalf("refused %v: Next = +%v %v, want +%v: the debt written at the present was lost", refuse, got.Sub(t0), err, want.Sub(t0))
+		}
 	}
 }
