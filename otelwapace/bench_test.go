@@ -102,6 +102,13 @@ func TestNoopAddsNoAllocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts: skipped with -short")
 	}
+	if raceEnabled {
+		// Under the race detector sync.Pool drops a random share of what
+		// is put back (net/http's and the SDK's pools among them), so a
+		// count moves by one now and then whatever the code; the run
+		// without -race asserts it.
+		t.Skip("allocation counts: not the program's under the race detector")
+	}
 	// The workload's own allocations vary by one now and then (maps of
 	// the limiters growing, pools emptied by a GC): each case is measured
 	// in five interleaved rounds, and its least count kept.
