@@ -1,14 +1,10 @@
 package fakemeta
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wapace/wapace/cloudapi/webhook"
@@ -18,20 +14,8 @@ import (
 // recipient, and its status webhook names it in recipient_user_id. (Both
 // were empty: the fake read only "to".)
 func TestBSUIDRecipientInspectedAndInWebhooks(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	h, err := webhook.NewHandler("SECRET", webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }), webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, s.RecipientID+"|"+s.RecipientUserID)
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := httptest.NewServer(h)
-	defer hook.Close()
-	url := start(t, "-app-secret", "SECRET", "-webhook", hook.URL)
+	hook, got := statusHook(t, func(s *webhook.Status) string { return s.RecipientID + "|" + s.RecipientUserID })
+	url := start(t, "-app-secret", "SECRET", "-webhook", hook)
 	body := `{"messaging_product":"whatsapp","recipient":"CO.1949266959121697","type":"text","text":{"body":"hi"}}`
 	req, _ := http.NewRequest(http.MethodPost, url+"/v23.0/106540352242922/messages", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer T")
@@ -44,12 +28,7 @@ func TestBSUIDRecipientInspectedAndInWebhooks(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	post(t, url, "+237 690 000 001", "")
-	for range 300 {
-		if stats(t, url).Webhooks.Sent == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitWebhooks(t, url, 2)
 	resp, err = http.Get(url + "/_fake/requests")
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +45,7 @@ func TestBSUIDRecipientInspectedAndInWebhooks(t *testing.T) {
 	if diff := cmp.Diff([]string{"CO.1949266959121697", "237690000001"}, tos); diff != "" {
 		t.Errorf("recipients listed (-want +got):\n%s", diff)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff([]string{"|CO.1949266959121697", "237690000001|"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"|CO.1949266959121697", "237690000001|"}, got()); diff != "" {
 		t.Errorf("webhook recipients (-want +got):\n%s", diff)
 	}
 }

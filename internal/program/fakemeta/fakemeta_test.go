@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,30 +143,11 @@ func TestRuntimeFailureAndReset(t *testing.T) {
 }
 
 func TestSignedWebhooks(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	h, err := webhook.NewHandler("SECRET", webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }), webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, s.Status+" "+s.CallbackData)
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := httptest.NewServer(h)
-	defer hook.Close()
-	url := start(t, "-app-secret", "SECRET", "-webhook", hook.URL)
+	hook, got := statusHook(t, func(s *webhook.Status) string { return s.Status + " " + s.CallbackData })
+	url := start(t, "-app-secret", "SECRET", "-webhook", hook)
 	post(t, url, "237690000001", "k1")
-	for range 300 {
-		if stats(t, url).Webhooks.Sent == 1 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff([]string{"sent k1"}, got); diff != "" {
+	waitWebhooks(t, url, 1)
+	if diff := cmp.Diff([]string{"sent k1"}, got()); diff != "" {
 		t.Errorf("webhooks (-want +got):\n%s", diff)
 	}
 }
@@ -229,4 +211,41 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook.CloseClientConnections()
+}
+
+// statusHook starts a webhook receiver verifying the fake's signatures
+// with the app secret "SECRET" and returns its URL and the statuses it has
+// taken so far, each as line makes it.
+func statusHook(t *testing.T, line func(*webhook.Status) string) (string, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	h, err := webhook.NewHandler("SECRET", webhook.OnOther(func(context.Context, webhook.Event, *webhook.Change) error { return nil }), webhook.OnStatus(func(_ context.Context, _ webhook.Event, s *webhook.Status) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, line(s))
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := httptest.NewServer(h)
+	t.Cleanup(hook.Close)
+	return hook.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// waitWebhooks waits up to 3 s for the fake at url to have sent n
+// webhooks.
+func waitWebhooks(t *testing.T, url string, n int) {
+	t.Helper()
+	for range 300 {
+		if stats(t, url).Webhooks.Sent == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
