@@ -266,18 +266,7 @@ func claimLost(t *testing.T, dsn string) {
 	if _, err := a.DB().ExecContext(t.Context(), `UPDATE outbox_items SET lease_until = 1 WHERE state = 'sending'`); err != nil {
 		t.Fatal(err)
 	}
-	b, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctxB, stopB := context.WithCancel(t.Context())
-	doneB := make(chan error, 1)
-	go func() { doneB <- b.Run(ctxB, cb) }()
+	b, doneB, stopB := takeOver(t, dsn, meta, outbox.WithWriteMarks())
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		it, err := b.Get(t.Context(), "lost-1")
@@ -386,18 +375,7 @@ func burstRecovery(t *testing.T, dsn string, written int) {
 	if _, err := a.DB().ExecContext(t.Context(), `UPDATE outbox_items SET lease_until = 1 WHERE state = 'sending'`); err != nil {
 		t.Fatal(err)
 	}
-	b, err := outbox.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctxB, stopB := context.WithCancel(t.Context())
-	doneB := make(chan error, 1)
-	go func() { doneB <- b.Run(ctxB, cb) }()
+	b, doneB, stopB := takeOver(t, dsn, meta)
 	settled := func() bool {
 		for _, k := range keys[written:] {
 			it, err := b.Get(t.Context(), k)
@@ -483,4 +461,22 @@ func heldClient(t *testing.T, meta *cloudapitest.Server, sends int) (heldTranspo
 		t.Fatal(err)
 	}
 	return held, c
+}
+
+// takeOver opens the outbox at dsn as a second worker B (with opts) and
+// starts its Run with a Client of the test-speed pair rule against meta;
+// B is closed when the test ends.
+func takeOver(t *testing.T, dsn string, meta *cloudapitest.Server, opts ...outbox.Option) (*outbox.Outbox, <-chan error, context.CancelFunc) {
+	t.Helper()
+	b, err := outbox.Open(t.Context(), dsn, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	cb, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, stop := startRun(t.Context(), b, cb)
+	return b, done, stop
 }
