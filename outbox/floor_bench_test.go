@@ -67,13 +67,8 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 	ctx := context.Background()
 	path := filepath.Join(dir, fmt.Sprintf("outbox-%d.db", time.Now().UnixNano()))
 	defer os.Remove(path)
-	var accepted atomic.Int64
-	done := make(chan struct{})
-	o, err := outbox.Open(ctx, "sqlite:"+path, outbox.WithObserver(func(e outbox.Event) {
-		if e.State == outbox.StateAccepted && accepted.Add(1) == int64(n) {
-			close(done)
-		}
-	}))
+	all, done := acceptedAll(n)
+	o, err := outbox.Open(ctx, "sqlite:"+path, all)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,12 +91,33 @@ func dispatchBlock(b *testing.B, dir string, n int) (rate float64, cpu time.Dura
 			b.Fatal(err)
 		}
 	}
+	return timeDispatch(b, o, n, done)
+}
+
+// acceptedAll returns an observer option and a channel closed when the
+// outbox has recorded n acceptances.
+func acceptedAll(n int) (outbox.Option, <-chan struct{}) {
+	var accepted atomic.Int64
+	done := make(chan struct{})
+	return outbox.WithObserver(func(e outbox.Event) {
+		if e.State == outbox.StateAccepted && accepted.Add(1) == int64(n) {
+			close(done)
+		}
+	}), done
+}
+
+// timeDispatch times o's Run taking its n queued messages to accepted
+// (until done is closed) through the real client and the in-memory
+// fake, limits out of the way, and returns the rate and the process's
+// CPU time over the run.
+func timeDispatch(b *testing.B, o *outbox.Outbox, n int, done <-chan struct{}) (rate float64, cpu time.Duration) {
+	b.Helper()
 	meta := cloudapitest.NewServer(b, cloudapitest.WithThroughput(1_000_000))
 	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(10_000))
 	if err != nil {
 		b.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	start, cpu0 := time.Now(), cpuTime()
 	// (Labelled, so that a profile of the benchmark can be cut to the

@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
-	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/outbox"
 )
 
@@ -21,13 +19,8 @@ import (
 // opts. It returns the rate and the process's CPU time per message.
 func markBlock(b *testing.B, dsn string, n int, opts ...outbox.Option) (rate float64, cpuPerMsg time.Duration) {
 	ctx := context.Background()
-	var accepted atomic.Int64
-	done := make(chan struct{})
-	opts = append(opts, outbox.WithObserver(func(e outbox.Event) {
-		if e.State == outbox.StateAccepted && accepted.Add(1) == int64(n) {
-			close(done)
-		}
-	}))
+	all, done := acceptedAll(n)
+	opts = append(opts, all)
 	o, err := outbox.Open(ctx, dsn, opts...)
 	if err != nil {
 		b.Fatal(err)
@@ -42,23 +35,7 @@ func markBlock(b *testing.B, dsn string, n int, opts ...outbox.Option) (rate flo
 			b.Fatal(err)
 		}
 	}
-	meta := cloudapitest.NewServer(b, cloudapitest.WithThroughput(1_000_000))
-	c, err := cloudapi.New("TOKEN", cloudapi.WithHTTPClient(meta.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(10_000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	start, cpu0 := time.Now(), cpuTime()
-	go func() { errc <- o.Run(runCtx, c) }()
-	select {
-	case <-done:
-	case err := <-errc:
-		b.Fatalf("run: %v", err)
-	}
-	rate, cpu := float64(n)/time.Since(start).Seconds(), cpuTime()-cpu0
-	cancel()
-	<-errc
+	rate, cpu := timeDispatch(b, o, n, done)
 	return rate, cpu / time.Duration(n)
 }
 
