@@ -13,7 +13,8 @@ import (
 	"github.com/wapace/wapace/outbox"
 )
 
-// markBlock enqueues n messages (one per recipient, untimed) to the
+// markBlock enqueues n messages (one per recipient, in runs of 100 from
+// each of dispatchNumbers numbers, untimed) to the
 // outbox at dsn and times Run taking them from queued to accepted through
 // the real client and the in-memory fake, limits out of the way, with
 // opts. It returns the rate and the process's CPU time per message.
@@ -31,7 +32,7 @@ func markBlock(b *testing.B, dsn string, n int, opts ...outbox.Option) (rate flo
 		msgs[i] = cloudapi.Text(fmt.Sprintf("+1%010d", i), "benchmark")
 	}
 	for i := 0; i < n; i += 100 {
-		if _, err := o.EnqueueMany(ctx, from, msgs[i:min(i+100, n)]...); err != nil {
+		if _, err := o.EnqueueMany(ctx, dispatchFrom(i/100), msgs[i:min(i+100, n)]...); err != nil {
 			b.Fatal(err)
 		}
 	}
