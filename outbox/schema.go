@@ -17,8 +17,10 @@ import (
 // burst column of EnqueueBurst. Version 3 adds the trace context an
 // Enqueue stores for WithTracer. Version 4 (SQLite) counts transitions
 // without an upsert (see migrateSQLite3to4). Version 5 adds the write
-// marks of Run's claims (unwritten_at, WithWriteMarks).
-const SchemaVersion = 5
+// marks of Run's claims (unwritten_at, WithWriteMarks). Version 6 moves the
+// history and counters of the hot transitions out of the per-row triggers
+// (transitions.go).
+const SchemaVersion = 6
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -31,7 +33,83 @@ var migrations = []migration{
 	{sqlite: migrate2to3, postgres: migrate2to3},
 	{sqlite: migrateSQLite3to4, postgres: `SELECT 1`},
 	{sqlite: migrateUnwritten, postgres: migrateUnwritten}, // mark.go
+	{sqlite: migrateSQLite5to6, postgres: migratePostgres5to6},
 }
+
+// migrateSQLite5to6 adds moves, the count of an item's transitions
+// recorded by the statement that made them (transitions.go), and has the
+// trigger skip those: it records the others (the rare paths, a caller's
+// own UPDATE) as before.
+const migrateSQLite5to6 = `
+ALTER TABLE outbox_items ADD COLUMN moves INTEGER NOT NULL DEFAULT 0;
+DROP TRIGGER IF EXISTS outbox_items_changed;
+CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items
+	WHEN new.state <> old.state AND new.moves = old.moves BEGIN
+	INSERT INTO outbox_history (item, at, state, reason) VALUES (new.id, new.state_at, new.state, new.reason);
+	UPDATE outbox_counts SET n = n - 1 WHERE sender = old.sender AND state = old.state;
+	INSERT INTO outbox_counts (sender, state, n) SELECT new.sender, new.state, 0
+		WHERE NOT EXISTS (SELECT 1 FROM outbox_counts WHERE sender = new.sender AND state = new.state);
+	UPDATE outbox_counts SET n = n + 1 WHERE sender = new.sender AND state = new.state;
+END;
+`
+
+// migratePostgres5to6 replaces the trigger run for every row by triggers
+// run once per statement, which read the statement's rows as transition
+// tables: a batch's history is one INSERT, its counter deltas one more
+// (one row per number and state, not two per item), its wake-up one
+// notification. They count a change of sender too. moves (written by
+// the statements shared with SQLite) is not read here. The DDL locks
+// outbox_items: it waits for the transactions of running workers, and
+// the statements of a worker of version 5 still running afterwards fire
+// these triggers as they fired the old one (it records nothing itself).
+const migratePostgres5to6 = `
+ALTER TABLE outbox_items ADD COLUMN moves BIGINT NOT NULL DEFAULT 0;
+DROP TRIGGER IF EXISTS outbox_items_transition ON outbox_items;
+DROP FUNCTION IF EXISTS outbox_record_transition();
+CREATE FUNCTION outbox_items_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO outbox_count_deltas (sender, state, d) SELECT sender, state, COUNT(*) FROM outbox_new GROUP BY sender, state;
+	IF FOUND THEN
+		PERFORM pg_notify('wapace_outbox', '');
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE FUNCTION outbox_items_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	wake boolean;
+BEGIN
+	WITH c AS (
+		SELECT n.id, n.sender, n.state, n.state_at, n.reason, o.sender AS old_sender, o.state AS old_state
+		FROM outbox_new n JOIN outbox_old o ON o.id = n.id WHERE n.state <> o.state OR n.sender <> o.sender
+	), h AS (
+		INSERT INTO outbox_history (item, at, state, reason)
+		SELECT id, state_at, state, reason FROM c WHERE state <> old_state ORDER BY id
+	), d AS (
+		INSERT INTO outbox_count_deltas (sender, state, d)
+		SELECT sender, state, SUM(d) FROM (
+			SELECT sender, state, 1 AS d FROM c UNION ALL SELECT old_sender, old_state, -1 FROM c) AS x
+		GROUP BY sender, state HAVING SUM(d) <> 0
+	)
+	SELECT COALESCE(bool_or((old_state = 'sending' AND state <> 'sending') OR (state = 'queued' AND old_state <> 'queued')), false)
+		INTO wake FROM c;
+	IF wake THEN
+		PERFORM pg_notify('wapace_outbox', '');
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE FUNCTION outbox_items_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM outbox_history WHERE item IN (SELECT id FROM outbox_old);
+	INSERT INTO outbox_count_deltas (sender, state, d) SELECT sender, state, -COUNT(*) FROM outbox_old GROUP BY sender, state;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER outbox_items_inserted AFTER INSERT ON outbox_items
+	REFERENCING NEW TABLE AS outbox_new FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_inserted();
+CREATE TRIGGER outbox_items_updated AFTER UPDATE ON outbox_items
+	REFERENCING OLD TABLE AS outbox_old NEW TABLE AS outbox_new FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_updated();
+CREATE TRIGGER outbox_items_deleted AFTER DELETE ON outbox_items
+	REFERENCING OLD TABLE AS outbox_old FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_deleted();
+`
 
 // migrateSQLite3to4 rewrites the trigger counting transitions without an
 // upsert: an upsert's DO UPDATE is coded to abort on a violation whatever
@@ -427,8 +505,9 @@ func (o *Outbox) counts(ctx context.Context, ex execer) (byState map[State]int, 
 }
 
 // countInserted (SQLite) adds n queued items of sender to the counters,
-// in tx. (Postgres's trigger counts inserts too: a worker of the version
-// before, still running while another migrates, inserts without counting.)
+// in tx. (Postgres's trigger counts inserts, once per statement: a worker
+// of an older version, still running while another migrates, inserts
+// without counting.)
 func (o *Outbox) countInserted(ctx context.Context, tx *sql.Tx, sender string, n int) error {
 	if o.d.postgres {
 		return nil

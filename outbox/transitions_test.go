@@ -1,0 +1,232 @@
+package outbox_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/cloudapi/webhook"
+	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/outbox"
+	"github.com/wapace/wapace/pairlimit"
+)
+
+// from2 is a second business number: a batch's counters cover several.
+const from2 = "106540352242923"
+
+// Random sequences of everything that changes states (enqueues, bursts,
+// Run's claims and outcomes with refusals, Run stopped at any instant,
+// claims of a dead worker found by a later Run, the operator's Expire and
+// Requeue, status webhooks, a caller's own UPDATE and DELETE) leave the
+// counters equal to a recount of the items per number and state, and
+// each item's history equal to the transitions it went through (those
+// the Outbox reported to its observer, and the caller's own).
+func TestTransitionsProperty(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			pgDSN := ""
+			if db == "postgres" {
+				pgDSN = requirePostgres(t)
+			}
+			meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(20*time.Millisecond, 45, 20*time.Millisecond))
+			cases := 0
+			rapid.Check(t, func(rt *rapid.T) {
+				cases++
+				transitionsCase(t, rt, meta, pgDSN, cases)
+			})
+		})
+	}
+}
+
+func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN string, n int) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	want := map[string][]outbox.State{} // key -> states entered, in order
+	observe := func(e outbox.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		want[e.Key] = append(want[e.Key], e.State)
+	}
+	opts := []outbox.Option{outbox.WithObserver(observe), outbox.WithLease(time.Second), outbox.WithIdleWake(10 * time.Millisecond)}
+	dsn := pgDSN
+	if dsn == "" {
+		dsn = "sqlite:" + filepath.Join(t.TempDir(), fmt.Sprintf("p%d.db", n))
+	}
+	o, err := outbox.Open(ctx, dsn, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(pairlimit.Policy{Interval: 20 * time.Millisecond, Burst: 45, BurstWindow: 20 * time.Millisecond})))
+	var keys []string
+	rcpt := func(lane int) string { return fmt.Sprintf("+2376%03d%05d", n%1000, lane) }
+	next := 0
+	newMsg := func(lane int) cloudapi.Message {
+		m := cloudapi.Text(rcpt(lane), "x")
+		m.IdempotencyKey = fmt.Sprintf("c%d-%d-%d", n, next, time.Now().UnixNano())
+		next++
+		keys = append(keys, m.IdempotencyKey)
+		return m
+	}
+	pick := func(label string) string {
+		if len(keys) == 0 {
+			return "none"
+		}
+		return keys[rapid.IntRange(0, len(keys)-1).Draw(rt, label)]
+	}
+	sender := func() string { return rapid.SampledFrom([]string{from, from2}).Draw(rt, "sender") }
+	ops := rapid.IntRange(1, 14).Draw(rt, "ops")
+	for range ops {
+		switch op := rapid.SampledFrom([]string{"enqueue", "enqueue", "burst", "refuse", "run", "run", "expire", "requeue", "steal", "webhook", "delete"}).Draw(rt, "op"); op {
+		case "enqueue":
+			k, lane := rapid.IntRange(1, 5).Draw(rt, "n"), rapid.IntRange(0, 3).Draw(rt, "lane")
+			var ms []cloudapi.Message
+			for range k {
+				ms = append(ms, newMsg(lane))
+			}
+			if _, err := o.EnqueueMany(ctx, sender(), ms...); err != nil {
+				t.Fatal(err)
+			}
+		case "burst":
+			lane := rapid.IntRange(0, 3).Draw(rt, "lane")
+			if _, err := o.EnqueueBurst(ctx, sender(), newMsg(lane), newMsg(lane)); err != nil {
+				t.Fatal(err)
+			}
+		case "refuse":
+			code := rapid.SampledFrom([]errcodes.Code{errcodes.PairRateLimit, errcodes.ThroughputLimit, errcodes.Undeliverable}).Draw(rt, "code")
+			meta.FailNextFor(rcpt(rapid.IntRange(0, 3).Draw(rt, "lane")), code)
+		case "run":
+			d := time.Duration(rapid.IntRange(1, 150).Draw(rt, "ms")) * time.Millisecond
+			rctx, cancel := context.WithTimeout(ctx, d)
+			err := o.Run(rctx, c)
+			cancel()
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Run: %v", err)
+			}
+		case "expire":
+			if _, err := o.Expire(ctx, pick("key"), "property"); err != nil && !errors.Is(err, outbox.ErrWrongState) && !errors.Is(err, outbox.ErrNotFound) {
+				t.Fatal(err)
+			}
+		case "requeue":
+			_, err := o.Requeue(ctx, pick("key"), outbox.RequeueOptions{Reason: "property", Force: rapid.Bool().Draw(rt, "force")})
+			if err != nil && !errors.Is(err, outbox.ErrWrongState) && !errors.Is(err, outbox.ErrMayHaveBeenSent) &&
+				!errors.Is(err, outbox.ErrNotFound) && !errors.Is(err, outbox.ErrExpired) {
+				t.Fatal(err)
+			}
+		case "steal":
+			// A worker claimed it and died: a later Run finds its lease
+			// ended (this is a caller's own UPDATE: the trigger's path).
+			key := pick("key")
+			q := `UPDATE outbox_items SET state = 'sending', owner = 'dead', lease_until = 1, sent_at = 1 WHERE ikey = ? AND state = 'queued'`
+			if pgDSN != "" {
+				q = `UPDATE outbox_items SET state = 'sending', owner = 'dead', lease_until = 1, sent_at = 1 WHERE ikey = $1 AND state = 'queued'`
+			}
+			res, err := o.DB().ExecContext(ctx, q, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, _ := res.RowsAffected(); k == 1 {
+				mu.Lock()
+				want[key] = append(want[key], outbox.StateSending)
+				mu.Unlock()
+			}
+		case "webhook":
+			reqs := meta.Requests()
+			if len(reqs) == 0 {
+				continue
+			}
+			r := reqs[rapid.IntRange(0, len(reqs)-1).Draw(rt, "request")]
+			if !r.Accepted || !slices.Contains(keys, r.CallbackData) {
+				continue
+			}
+			st := cloudapitest.Delivered(r)
+			if rapid.Bool().Draw(rt, "failed") {
+				st = cloudapitest.Failed(r, errcodes.Undeliverable)
+			}
+			nt, err := webhook.Parse(meta.StatusBody(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Reconcile(ctx, nt); err != nil {
+				t.Fatal(err)
+			}
+		case "delete":
+			key := pick("key")
+			q := `DELETE FROM outbox_items WHERE ikey = ?`
+			if pgDSN != "" {
+				q = `DELETE FROM outbox_items WHERE ikey = $1`
+			}
+			if _, err := o.DB().ExecContext(ctx, q, key); err != nil {
+				t.Fatal(err)
+			}
+			keys = slices.DeleteFunc(keys, func(k string) bool { return k == key })
+			mu.Lock()
+			delete(want, key)
+			mu.Unlock()
+		}
+	}
+	checkCountsByNumber(t, o.DB(), pgDSN != "")
+	checkCounts(t, o)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		it := mustGet(t, o, k)
+		var got []outbox.State
+		for _, h := range it.History {
+			got = append(got, h.State)
+		}
+		if !slices.Equal(got, want[k]) {
+			t.Fatalf("%s: history %v, want %v", k, got, want[k])
+		}
+		if got[len(got)-1] != it.State {
+			t.Fatalf("%s: history ends in %v, the item is %v", k, got[len(got)-1], it.State)
+		}
+	}
+}
+
+// checkCountsByNumber compares the counters (with Postgres's deltas not
+// folded yet) with a recount of the items per number and state.
+func checkCountsByNumber(t *testing.T, db *sql.DB, postgres bool) {
+	t.Helper()
+	read := func(q string) map[string]int {
+		rows, err := db.QueryContext(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[string]int{}
+		for rows.Next() {
+			var sender, state string
+			var n int
+			if err := rows.Scan(&sender, &state, &n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				m[sender+"/"+state] = n
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	counters := `SELECT sender, state, n FROM outbox_counts`
+	if postgres {
+		counters = `SELECT sender, state, SUM(n) FROM (SELECT sender, state, n FROM outbox_counts
+			UNION ALL SELECT sender, state, d FROM outbox_count_deltas) AS c GROUP BY sender, state`
+	}
+	got, want := read(counters), read(`SELECT sender, state, COUNT(*) FROM outbox_items GROUP BY sender, state`)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counters %v, recount %v", got, want)
+	}
+}
