@@ -672,9 +672,6 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 func claimSQL(d dialect) string {
 	q := `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
 		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint")
-	if d.postgres {
-		return q
-	}
 	return q + ` RETURNING ` + movedColumns
 }
 
@@ -1021,7 +1018,8 @@ func (r *runner) record(ctx context.Context, tx *sql.Tx, sendCtx context.Context
 func acceptSQL(d dialect) string {
 	if d.postgres {
 		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w, moves = i.moves + 1
-			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending' RETURNING i.ikey`
+			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending'
+			RETURNING i.ikey, i.id, i.sender, i.state, i.state_at, i.reason`
 	}
 	// "+state": the index of sending items does not answer this (it
 	// would be scanned whole, reading the list once per item): each key

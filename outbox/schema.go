@@ -53,62 +53,19 @@ CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items
 END;
 `
 
-// migratePostgres5to6 replaces the trigger run for every row by triggers
-// run once per statement, which read the statement's rows as transition
-// tables: a batch's history is one INSERT, its counter deltas one more
-// (one row per number and state, not two per item), its wake-up one
-// notification. They count a change of sender too. moves (written by
-// the statements shared with SQLite) is not read here. The DDL locks
-// outbox_items: it waits for the transactions of running workers, and
-// the statements of a worker of version 5 still running afterwards fire
-// these triggers as they fired the old one (it records nothing itself).
+// migratePostgres5to6 adds moves too, and has the trigger skip the
+// changes of state that set it (transitions.go): the INSERT and DELETE
+// trigger and the function are those of version 2. The DDL locks
+// outbox_items: it waits for the transactions of running workers. A
+// worker of version 5 still running afterwards leaves moves alone: its
+// changes of state are recorded by the trigger, as before.
 const migratePostgres5to6 = `
 ALTER TABLE outbox_items ADD COLUMN moves BIGINT NOT NULL DEFAULT 0;
 DROP TRIGGER IF EXISTS outbox_items_transition ON outbox_items;
-DROP FUNCTION IF EXISTS outbox_record_transition();
-CREATE FUNCTION outbox_items_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	INSERT INTO outbox_count_deltas (sender, state, d) SELECT sender, state, COUNT(*) FROM outbox_new GROUP BY sender, state;
-	IF FOUND THEN
-		PERFORM pg_notify('wapace_outbox', '');
-	END IF;
-	RETURN NULL;
-END $$;
-CREATE FUNCTION outbox_items_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-	wake boolean;
-BEGIN
-	WITH c AS (
-		SELECT n.id, n.sender, n.state, n.state_at, n.reason, o.sender AS old_sender, o.state AS old_state
-		FROM outbox_new n JOIN outbox_old o ON o.id = n.id WHERE n.state <> o.state OR n.sender <> o.sender
-	), h AS (
-		INSERT INTO outbox_history (item, at, state, reason)
-		SELECT id, state_at, state, reason FROM c WHERE state <> old_state ORDER BY id
-	), d AS (
-		INSERT INTO outbox_count_deltas (sender, state, d)
-		SELECT sender, state, SUM(d) FROM (
-			SELECT sender, state, 1 AS d FROM c UNION ALL SELECT old_sender, old_state, -1 FROM c) AS x
-		GROUP BY sender, state HAVING SUM(d) <> 0
-	)
-	SELECT COALESCE(bool_or((old_state = 'sending' AND state <> 'sending') OR (state = 'queued' AND old_state <> 'queued')), false)
-		INTO wake FROM c;
-	IF wake THEN
-		PERFORM pg_notify('wapace_outbox', '');
-	END IF;
-	RETURN NULL;
-END $$;
-CREATE FUNCTION outbox_items_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM outbox_history WHERE item IN (SELECT id FROM outbox_old);
-	INSERT INTO outbox_count_deltas (sender, state, d) SELECT sender, state, -COUNT(*) FROM outbox_old GROUP BY sender, state;
-	RETURN NULL;
-END $$;
-CREATE TRIGGER outbox_items_inserted AFTER INSERT ON outbox_items
-	REFERENCING NEW TABLE AS outbox_new FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_inserted();
-CREATE TRIGGER outbox_items_updated AFTER UPDATE ON outbox_items
-	REFERENCING OLD TABLE AS outbox_old NEW TABLE AS outbox_new FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_updated();
-CREATE TRIGGER outbox_items_deleted AFTER DELETE ON outbox_items
-	REFERENCING OLD TABLE AS outbox_old FOR EACH STATEMENT EXECUTE FUNCTION outbox_items_deleted();
+CREATE TRIGGER outbox_items_transition AFTER INSERT OR DELETE ON outbox_items
+	FOR EACH ROW EXECUTE FUNCTION outbox_record_transition();
+CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items
+	FOR EACH ROW WHEN (NEW.moves = OLD.moves) EXECUTE FUNCTION outbox_record_transition();
 `
 
 // migrateSQLite3to4 rewrites the trigger counting transitions without an
@@ -505,9 +462,8 @@ func (o *Outbox) counts(ctx context.Context, ex execer) (byState map[State]int, 
 }
 
 // countInserted (SQLite) adds n queued items of sender to the counters,
-// in tx. (Postgres's trigger counts inserts, once per statement: a worker
-// of an older version, still running while another migrates, inserts
-// without counting.)
+// in tx. (Postgres's trigger counts inserts too: a worker of the version
+// before, still running while another migrates, inserts without counting.)
 func (o *Outbox) countInserted(ctx context.Context, tx *sql.Tx, sender string, n int) error {
 	if o.d.postgres {
 		return nil

@@ -27,20 +27,22 @@ import (
 // that code changing states with its own UPDATEs still keeps the counters
 // right.
 //
-// Postgres: triggers per statement instead of per row (schemaPostgres6),
-// reading the statement's rows as transition tables: one INSERT of history
-// and one of counter deltas per statement, whoever runs it (a worker of
-// version 5 too). moves is ignored there.
+// Postgres: the same statements, each wrapped into one (pgMoved) whose
+// common table expressions write the history and the counter deltas of
+// the rows the UPDATE returns: no trigger runs, no round trip is added.
+// The trigger skips them as on SQLite (WHEN (NEW.moves = OLD.moves)): a
+// worker of version 5 still running beside, which leaves moves alone, has
+// its transitions recorded by the trigger as before.
 
 // movedColumns are the columns that an UPDATE recording its own
-// transitions returns on SQLite (after the key, if it returns keys).
+// transitions returns (after the key, if it returns keys).
 const movedColumns = `id, sender, state, state_at, reason`
 
 // claimMoved runs claimSQL and records its transitions (queued ->
 // sending).
 func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, args ...any) error {
 	if o.d.postgres {
-		_, err := o.exec(ctx, tx, claimSQL(o.d), args...)
+		_, err := o.exec(ctx, tx, pgClaimMoved, args...)
 		return err
 	}
 	_, err := o.moved(ctx, tx, StateQueued, false, claimSQL(o.d), args...)
@@ -51,9 +53,31 @@ func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, args ...any) error 
 // accepted), and returns the keys it moved.
 func (o *Outbox) acceptMoved(ctx context.Context, tx *sql.Tx, args ...any) ([]string, error) {
 	if o.d.postgres {
-		return o.queryKeys(ctx, tx, acceptSQL(o.d), args...)
+		return o.queryKeys(ctx, tx, pgAcceptMoved, args...)
 	}
 	return o.moved(ctx, tx, StateSending, true, acceptSQL(o.d), args...)
+}
+
+// The Postgres statements of claimMoved and acceptMoved. Leaving sending
+// wakes the other workers (a lane is free), as the trigger's
+// notification did.
+var (
+	pgClaimMoved  = pgMoved(claimSQL(dialect{postgres: true}), StateQueued, `SELECT COUNT(*) FROM u`)
+	pgAcceptMoved = pgMoved(acceptSQL(dialect{postgres: true}), StateSending,
+		`SELECT u.ikey FROM u CROSS JOIN (SELECT pg_notify('wapace_outbox', '')) AS n`)
+)
+
+// pgMoved wraps update, a Postgres UPDATE moving items out of state from
+// and returning movedColumns (after the key, if any), into one statement
+// that writes their history and counter deltas (one per number and state)
+// and ends with final, a query of u (the moved rows).
+func pgMoved(update string, from State, final string) string {
+	return `WITH u AS (` + update + `),
+	h AS (INSERT INTO outbox_history (item, at, state, reason) SELECT id, state_at, state, reason FROM u ORDER BY id),
+	d AS (INSERT INTO outbox_count_deltas (sender, state, d)
+		SELECT sender, state, COUNT(*) FROM u GROUP BY sender, state
+		UNION ALL SELECT sender, '` + from.String() + `', -COUNT(*) FROM u GROUP BY sender)
+	` + final
 }
 
 // move is one transition read back from a statement's RETURNING clause.
