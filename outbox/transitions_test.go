@@ -25,7 +25,8 @@ import (
 const from2 = "106540352242923"
 
 // Random sequences of everything that changes states (enqueues, bursts,
-// Run's claims and outcomes with refusals, Run stopped at any instant,
+// Run's claims and outcomes with refusals, deadlines passing, write
+// marks, two workers at once on Postgres, Run stopped at any instant,
 // claims of a dead worker found by a later Run, the operator's Expire and
 // Requeue, status webhooks, a caller's own UPDATE and DELETE) leave the
 // counters equal to a recount of the items per number and state, and
@@ -58,6 +59,9 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 		want[e.Key] = append(want[e.Key], e.State)
 	}
 	opts := []outbox.Option{outbox.WithObserver(observe), outbox.WithLease(time.Second), outbox.WithIdleWake(10 * time.Millisecond)}
+	if rapid.Bool().Draw(rt, "marks") {
+		opts = append(opts, outbox.WithWriteMarks())
+	}
 	dsn := pgDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(t.TempDir(), fmt.Sprintf("p%d.db", n))
@@ -67,12 +71,23 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 		t.Fatal(err)
 	}
 	defer o.Close()
+	// Postgres: a second worker, beside the first in some runs.
+	var o2 *outbox.Outbox
+	if pgDSN != "" {
+		if o2, err = outbox.Open(ctx, dsn, opts...); err != nil {
+			t.Fatal(err)
+		}
+		defer o2.Close()
+	}
 	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(pairlimit.Policy{Interval: 20 * time.Millisecond, Burst: 45, BurstWindow: 20 * time.Millisecond})))
 	var keys []string
 	rcpt := func(lane int) string { return fmt.Sprintf("+2376%03d%05d", n%1000, lane) }
 	next := 0
 	newMsg := func(lane int) cloudapi.Message {
 		m := cloudapi.Text(rcpt(lane), "x")
+		if rapid.IntRange(0, 3).Draw(rt, "deadline") == 0 {
+			m.ExpiresAt = time.Now().Add(time.Duration(rapid.IntRange(1, 300).Draw(rt, "ttl_ms")) * time.Millisecond)
+		}
 		m.IdempotencyKey = fmt.Sprintf("c%d-%d-%d", n, next, time.Now().UnixNano())
 		next++
 		keys = append(keys, m.IdempotencyKey)
@@ -94,12 +109,12 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 			for range k {
 				ms = append(ms, newMsg(lane))
 			}
-			if _, err := o.EnqueueMany(ctx, sender(), ms...); err != nil {
+			if _, err := o.EnqueueMany(ctx, sender(), ms...); err != nil && !errors.Is(err, outbox.ErrExpired) {
 				t.Fatal(err)
 			}
 		case "burst":
 			lane := rapid.IntRange(0, 3).Draw(rt, "lane")
-			if _, err := o.EnqueueBurst(ctx, sender(), newMsg(lane), newMsg(lane)); err != nil {
+			if _, err := o.EnqueueBurst(ctx, sender(), newMsg(lane), newMsg(lane)); err != nil && !errors.Is(err, outbox.ErrExpired) {
 				t.Fatal(err)
 			}
 		case "refuse":
@@ -108,7 +123,17 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 		case "run":
 			d := time.Duration(rapid.IntRange(1, 150).Draw(rt, "ms")) * time.Millisecond
 			rctx, cancel := context.WithTimeout(ctx, d)
+			errc := make(chan error, 1)
+			two := o2 != nil && rapid.Bool().Draw(rt, "two workers")
+			if two {
+				go func() { errc <- o2.Run(rctx, c) }()
+			}
 			err := o.Run(rctx, c)
+			if two {
+				if err2 := <-errc; err == nil || errors.Is(err, context.DeadlineExceeded) {
+					err = err2
+				}
+			}
 			cancel()
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Run: %v", err)
@@ -141,14 +166,16 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 				mu.Unlock()
 			}
 		case "webhook":
-			reqs := meta.Requests()
+			var reqs []cloudapitest.Request
+			for _, r := range meta.Requests() {
+				if r.Accepted && slices.Contains(keys, r.CallbackData) {
+					reqs = append(reqs, r)
+				}
+			}
 			if len(reqs) == 0 {
 				continue
 			}
 			r := reqs[rapid.IntRange(0, len(reqs)-1).Draw(rt, "request")]
-			if !r.Accepted || !slices.Contains(keys, r.CallbackData) {
-				continue
-			}
 			st := cloudapitest.Delivered(r)
 			if rapid.Bool().Draw(rt, "failed") {
 				st = cloudapitest.Failed(r, errcodes.Undeliverable)
@@ -180,7 +207,13 @@ func transitionsCase(t *testing.T, rt *rapid.T, meta *cloudapitest.Server, pgDSN
 	mu.Lock()
 	defer mu.Unlock()
 	for _, k := range keys {
-		it := mustGet(t, o, k)
+		it, err := o.Get(ctx, k)
+		if errors.Is(err, outbox.ErrNotFound) && len(want[k]) == 0 {
+			continue // refused at its enqueue (its deadline)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		var got []outbox.State
 		for _, h := range it.History {
 			got = append(got, h.State)
