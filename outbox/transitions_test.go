@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -261,5 +265,99 @@ func checkCountsByNumber(t *testing.T, db *sql.DB, postgres bool) {
 	got, want := read(counters), read(`SELECT sender, state, COUNT(*) FROM outbox_items GROUP BY sender, state`)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("counters %v, recount %v", got, want)
+	}
+}
+
+// A sender process killed with SIGKILL at random instants (the batches'
+// history and counters are written by the statements' transactions, not
+// by a trigger) leaves the counters equal to a recount and every item's
+// history ending in its state, after each kill and at the end.
+func TestKill9Transitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sender processes")
+	}
+	if runtime.GOOS == "windows" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("needs processes and SIGKILL")
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond), cloudapitest.WithThroughput(100000))
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
+	o, err := outbox.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for j := range 10 {
+		var ms []cloudapi.Message
+		for r := range 100 {
+			m := cloudapi.Text(recipient(r), "x")
+			m.IdempotencyKey = fmt.Sprintf("r%03d-m%d", r, j)
+			ms = append(ms, m)
+			keys = append(keys, m.IdempotencyKey)
+		}
+		if _, err := o.EnqueueMany(t.Context(), []string{from, from2}[j%2], ms...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Close()
+	check := func(when string) {
+		t.Helper()
+		o, err := outbox.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		checkCountsByNumber(t, o.DB(), false)
+		checkCounts(t, o)
+		for _, k := range keys {
+			it := mustGet(t, o, k)
+			h := it.History
+			if h[0].State != outbox.StateQueued || h[len(h)-1].State != it.State {
+				t.Fatalf("%s: %s: history %+v, state %v", when, k, h, it.State)
+			}
+		}
+	}
+	for round := range 4 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+meta.URL(), "OUTBOX_TEST_WORKER=")
+		if round%2 == 1 {
+			cmd.Env = append(cmd.Env, "OUTBOX_TEST_MARKS=1")
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		at := meta.Accepted() + 50 + rand.IntN(150)
+	wait:
+		for meta.Accepted() < at {
+			select {
+			case err := <-exited:
+				t.Fatalf("round %d: the sender exited before its kill: %v", round, err)
+			case <-time.After(time.Duration(rand.IntN(5)) * time.Millisecond):
+			case <-t.Context().Done():
+				break wait
+			}
+		}
+		cmd.Process.Kill()
+		<-exited
+		when := fmt.Sprintf("after kill %d at %d accepted", round, meta.Accepted())
+		t.Log(when)
+		check(when)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+meta.URL(), "OUTBOX_TEST_WORKER=")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("last sender: %v", err)
+	}
+	check("at the end")
+	seen := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			if seen[r.CallbackData]++; seen[r.CallbackData] > 1 {
+				t.Errorf("%s accepted twice", r.CallbackData)
+			}
+		}
 	}
 }
