@@ -670,9 +670,8 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 
 // claimSQL claims the items whose ids are listed (see claimMoved).
 func claimSQL(d dialect) string {
-	q := `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
-		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint")
-	return q + ` RETURNING ` + movedColumns
+	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
+		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` RETURNING ` + movedColumns
 }
 
 func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
