@@ -605,7 +605,7 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
-		if _, err := o.exec(ctx, tx, claimSQL(o.d), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		if err := o.claimMoved(ctx, tx, r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
@@ -668,10 +668,10 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 	return rows.Err()
 }
 
-// claimSQL claims the items whose ids are listed.
+// claimSQL claims the items whose ids are listed (see claimMoved).
 func claimSQL(d dialect) string {
 	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
-		attempts = attempts + 1, reason = '' WHERE id ` + d.inList("bigint")
+		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` RETURNING ` + movedColumns
 }
 
 func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
@@ -1016,14 +1016,16 @@ func (r *runner) record(ctx context.Context, tx *sql.Tx, sendCtx context.Context
 // function call in the statement, see orFail), Postgres as two arrays.
 func acceptSQL(d dialect) string {
 	if d.postgres {
-		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w
-			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending' RETURNING i.ikey`
+		return `UPDATE outbox_items AS i SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.w, moves = i.moves + 1
+			FROM unnest(?::text[], ?::text[]) AS j(k, w) WHERE i.ikey = j.k AND i.owner = ? AND i.state = 'sending'
+			RETURNING i.ikey, i.id, i.sender, i.state, i.state_at, i.reason`
 	}
 	// "+state": the index of sending items does not answer this (it
 	// would be scanned whole, reading the list once per item): each key
 	// is looked up in the key index.
-	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value
-		FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND +outbox_items.state = 'sending' RETURNING ikey`
+	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value,
+		moves = moves + 1 FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND +outbox_items.state = 'sending'
+		RETURNING ikey, ` + movedColumns
 }
 
 // acceptAll records the accepted sends among fs in one statement, and
@@ -1056,7 +1058,7 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 		}
 		args = []any{nanos(now), string(b), r.owner}
 	}
-	got, err := o.queryKeys(ctx, tx, acceptSQL(o.d), args...)
+	got, err := o.acceptMoved(ctx, tx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}

@@ -17,8 +17,10 @@ import (
 // burst column of EnqueueBurst. Version 3 adds the trace context an
 // Enqueue stores for WithTracer. Version 4 (SQLite) counts transitions
 // without an upsert (see migrateSQLite3to4). Version 5 adds the write
-// marks of Run's claims (unwritten_at, WithWriteMarks).
-const SchemaVersion = 5
+// marks of Run's claims (unwritten_at, WithWriteMarks). Version 6 moves the
+// history and counters of the hot transitions out of the per-row triggers
+// (transitions.go).
+const SchemaVersion = 6
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -31,7 +33,40 @@ var migrations = []migration{
 	{sqlite: migrate2to3, postgres: migrate2to3},
 	{sqlite: migrateSQLite3to4, postgres: `SELECT 1`},
 	{sqlite: migrateUnwritten, postgres: migrateUnwritten}, // mark.go
+	{sqlite: migrateSQLite5to6, postgres: migratePostgres5to6},
 }
+
+// migrateSQLite5to6 adds moves, the count of an item's transitions
+// recorded by the statement that made them (transitions.go), and has the
+// trigger skip those: it records the others (the rare paths, a caller's
+// own UPDATE) as before.
+const migrateSQLite5to6 = `
+ALTER TABLE outbox_items ADD COLUMN moves INTEGER NOT NULL DEFAULT 0;
+DROP TRIGGER IF EXISTS outbox_items_changed;
+CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items
+	WHEN new.state <> old.state AND new.moves = old.moves BEGIN
+	INSERT INTO outbox_history (item, at, state, reason) VALUES (new.id, new.state_at, new.state, new.reason);
+	UPDATE outbox_counts SET n = n - 1 WHERE sender = old.sender AND state = old.state;
+	INSERT INTO outbox_counts (sender, state, n) SELECT new.sender, new.state, 0
+		WHERE NOT EXISTS (SELECT 1 FROM outbox_counts WHERE sender = new.sender AND state = new.state);
+	UPDATE outbox_counts SET n = n + 1 WHERE sender = new.sender AND state = new.state;
+END;
+`
+
+// migratePostgres5to6 adds moves too, and has the trigger skip the
+// changes of state that set it (transitions.go): the INSERT and DELETE
+// trigger and the function are those of version 2. The DDL locks
+// outbox_items: it waits for the transactions of running workers. A
+// worker of version 5 still running afterwards leaves moves alone: its
+// changes of state are recorded by the trigger, as before.
+const migratePostgres5to6 = `
+ALTER TABLE outbox_items ADD COLUMN moves BIGINT NOT NULL DEFAULT 0;
+DROP TRIGGER IF EXISTS outbox_items_transition ON outbox_items;
+CREATE TRIGGER outbox_items_transition AFTER INSERT OR DELETE ON outbox_items
+	FOR EACH ROW EXECUTE FUNCTION outbox_record_transition();
+CREATE TRIGGER outbox_items_changed AFTER UPDATE OF state ON outbox_items
+	FOR EACH ROW WHEN (NEW.moves = OLD.moves) EXECUTE FUNCTION outbox_record_transition();
+`
 
 // migrateSQLite3to4 rewrites the trigger counting transitions without an
 // upsert: an upsert's DO UPDATE is coded to abort on a violation whatever

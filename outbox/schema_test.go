@@ -256,3 +256,173 @@ func TestUpgradeFromUnversionedPostgres(t *testing.T) {
 		t.Fatalf("counters %v", got)
 	}
 }
+
+// testdata/v5.db was written by schema version 5 (at ec3f6f2, see the
+// commit that added it): four items accepted, three lanes of three queued
+// items, one expired by the operator, one queued whose deadline has
+// passed, and a lane whose head was claimed by a worker that died
+// (sending, its lease ended) with one item queued behind it. Opened by
+// this code it is migrated in place with its counters and history, and
+// drains with each queued item sent once, in its lane's order: nothing
+// sent before is sent again, the dead claim becomes submitted_unknown.
+func TestUpgradeFromV5SQLite(t *testing.T) {
+	path := copyFixture(t, "v5.db")
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var v int
+	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
+		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
+	}
+	checkCountsByNumber(t, o.DB(), false)
+	if got := checkCounts(t, o); got[outbox.StateAccepted] != 4 || got[outbox.StateQueued] != 11 || got[outbox.StateSending] != 1 || got[outbox.StateExpired] != 1 {
+		t.Fatalf("counts after the upgrade: %v", got)
+	}
+	states := func(it outbox.Item) (s []outbox.State) {
+		for _, h := range it.History {
+			s = append(s, h.State)
+		}
+		return s
+	}
+	if it := mustGet(t, o, "sent-0"); it.State != outbox.StateAccepted || it.MessageID == "" ||
+		fmt.Sprint(states(it)) != fmt.Sprint([]outbox.State{outbox.StateQueued, outbox.StateSending, outbox.StateAccepted}) {
+		t.Fatalf("an item sent before the upgrade: %+v", it)
+	}
+
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- o.Run(runCtx, c) }()
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	if err := o.Drain(dctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	checkCountsByNumber(t, o.DB(), false)
+	got := checkCounts(t, o)
+	if got[outbox.StateAccepted] != 14 || got[outbox.StateExpired] != 2 || got[outbox.StateSubmittedUnknown] != 1 || got[outbox.StateQueued]+got[outbox.StateSending] != 0 {
+		t.Fatalf("counts after draining: %v", got)
+	}
+	seen := map[string]int{}
+	last := map[string]string{}
+	for _, r := range meta.Requests() {
+		if !r.Accepted {
+			continue
+		}
+		k := r.CallbackData
+		seen[k]++
+		if strings.HasPrefix(k, "queued-") {
+			lane := k[:len("queued-0")]
+			if prev := last[lane]; prev != "" && prev > k {
+				t.Errorf("lane %s: %s sent after %s", lane, k, prev)
+			}
+			last[lane] = k
+		}
+	}
+	if len(seen) != 10 || seen["dead-1"] != 1 {
+		t.Fatalf("sent %v, want the 9 queued items and dead-1", seen)
+	}
+	for k, n := range seen {
+		if n != 1 || !(strings.HasPrefix(k, "queued-") || k == "dead-1") {
+			t.Errorf("%s sent %d times", k, n)
+		}
+	}
+	for key, want := range map[string][]outbox.State{
+		"dead-0":     {outbox.StateQueued, outbox.StateSending, outbox.StateSubmittedUnknown},
+		"late":       {outbox.StateQueued, outbox.StateExpired},
+		"cancelled":  {outbox.StateQueued, outbox.StateExpired},
+		"queued-1-2": {outbox.StateQueued, outbox.StateSending, outbox.StateAccepted},
+		"sent-3":     {outbox.StateQueued, outbox.StateSending, outbox.StateAccepted},
+	} {
+		if it := mustGet(t, o, key); fmt.Sprint(states(it)) != fmt.Sprint(want) {
+			t.Errorf("%s: history %v, want %v", key, states(it), want)
+		}
+	}
+}
+
+// A Postgres outbox of version 5 (items enqueued and moved by that
+// version's per-row trigger) is migrated by the first worker to open it;
+// its counters equal a recount, a change of state made the way a worker
+// of version 5 still running makes it (without moves) is counted and
+// recorded by the new triggers, and the queue drains once.
+func TestUpgradeFromV5Postgres(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := outbox.CreateSchema(ctx, db, true, 5); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixNano()
+	for i := range 8 {
+		m := cloudapi.Text(recipient(i%2), "before the upgrade")
+		body, _ := json.Marshal(m)
+		sender := []string{from, from2}[i%2]
+		if _, err := db.ExecContext(ctx, `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at)
+			VALUES ($1, 0, $2, $3, $4, 'text', $5, 'queued', $6, $6, 0, $6)`, fmt.Sprintf("v5-%d", i), sender+">"+strings.TrimPrefix(recipient(i%2), "+"), sender,
+			strings.TrimPrefix(recipient(i%2), "+"), string(body), now+int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two sent and accepted by version 5.
+	if _, err := db.ExecContext(ctx, `UPDATE outbox_items SET state = 'accepted', state_at = $1, wamid = 'wamid.' || ikey WHERE ikey IN ('v5-0', 'v5-1')`, now+10); err != nil {
+		t.Fatal(err)
+	}
+	o, err := outbox.Open(ctx, dsn, outbox.WithIdleWake(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	checkCountsByNumber(t, db, true)
+	// A worker of version 5, still running, claims v5-2.
+	if _, err := db.ExecContext(ctx, `UPDATE outbox_items SET state = 'sending', owner = 'v5', lease_until = 1, state_at = $1, sent_at = $1, attempts = attempts + 1, reason = ''
+		WHERE id IN (SELECT id FROM outbox_items WHERE ikey = 'v5-2')`, now+20); err != nil {
+		t.Fatal(err)
+	}
+	checkCountsByNumber(t, db, true)
+	if it := mustGet(t, o, "v5-2"); len(it.History) != 2 || it.History[1].State != outbox.StateSending {
+		t.Fatalf("a version 5 claim after the upgrade: %+v", it.History)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- o.Run(runCtx, newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))) }()
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	if err := o.Drain(dctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-errc
+	checkCountsByNumber(t, db, true)
+	got := checkCounts(t, o)
+	if got[outbox.StateAccepted] != 7 || got[outbox.StateSubmittedUnknown] != 1 {
+		t.Fatalf("counters %v", got)
+	}
+	seen := map[string]int{}
+	for _, r := range meta.Requests() {
+		if r.Accepted {
+			seen[r.CallbackData]++
+		}
+	}
+	if len(seen) != 5 || seen["v5-0"]+seen["v5-1"]+seen["v5-2"] != 0 {
+		t.Fatalf("sent %v, want v5-3 to v5-7 once each", seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s sent %d times", k, n)
+		}
+	}
+}

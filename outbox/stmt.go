@@ -48,6 +48,7 @@ func hotSQL(d dialect) []string {
 	qs := []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
 		sqlNextWake, sqlRenew, sqlSweepDead, sqlSweepLate, sqlSweepResend, sqlBurst, sqlWindow,
 		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlGetItem, sqlGetHistory}
+	qs = append(qs, moveSQL...)
 	for _, n := range sqliteInserts {
 		qs = append(qs, insertSQL(n))
 	}
