@@ -27,6 +27,11 @@ const maxDispatches = 10
 // attempt waits before it is dispatched again.
 const retryAfterRefusals = time.Minute
 
+// retryAfterInProgress is how long an item the Client refused because a
+// send with its key is still in progress (cloudapi.ErrInProgress) waits
+// before it is dispatched again.
+const retryAfterInProgress = time.Second
+
 var runs atomic.Int64
 
 // foldEvery is how often a Run on Postgres folds the counters' deltas
@@ -1090,6 +1095,13 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 			wamid = f.res.MessageID
 		}
 		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+	case errors.Is(f.err, cloudapi.ErrInProgress):
+		// The Client refused it locally, writing nothing: a send with its
+		// key is still in progress in this process (another Run's, whose
+		// claim this Run took over). Not sent: it goes back to its lane's
+		// head, its attempt uncounted, and tries again shortly; once that
+		// send has ended, the Client answers with its outcome.
+		return r.requeue(ctx, tx, now, now.Add(retryAfterInProgress), key, "not sent: a send with its key is in progress in this process", true)
 	case st == cloudapi.StateSubmittedUnknown:
 		return r.setState(ctx, tx, now, key, StateSubmittedUnknown, code, reason, "")
 	case st == cloudapi.StateFailed:
