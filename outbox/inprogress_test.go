@@ -51,7 +51,7 @@ func inProgressDuplicate(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	doneA, stopA := startRun(t.Context(), o, c)
-	<-held.arrived // claimed by A, its request not written
+	within(t, held.arrived, "A's claim") // its request not written
 
 	// A's lease ends; B, a second Run with the same Client, takes over.
 	if _, err := o.DB().ExecContext(t.Context(), `UPDATE outbox_items SET lease_until = 1 WHERE state = 'sending'`); err != nil {
@@ -68,12 +68,12 @@ func inProgressDuplicate(t *testing.T, dsn string) {
 	}
 
 	held.release <- struct{}{} // A resumes: its mark finds the claim gone
-	if err := <-held.finished; err == nil || !strings.Contains(err.Error(), "claim was lost") {
+	if err := within(t, held.finished, "A's request"); err == nil || !strings.Contains(err.Error(), "claim was lost") {
 		t.Errorf("A's request: %v, want the lost claim's error", err)
 	}
-	<-held.arrived // B's next attempt, once A's send has ended
+	within(t, held.arrived, "B's next attempt") // once A's send has ended
 	held.release <- struct{}{}
-	if err := <-held.finished; err != nil {
+	if err := within(t, held.finished, "B's request"); err != nil {
 		t.Fatalf("B's request: %v", err)
 	}
 	it = waitItem(t, o, "inprog-1", func(it outbox.Item) bool { return it.State.Final() })

@@ -512,7 +512,7 @@ func pickSQL(d dialect) string {
 	other := `0`
 	if d.postgres {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
-			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? ORDER BY s.sent_at DESC LIMIT 1), 0)`
+			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? AND NOT ` + sqlNeverWrittenOther + ` ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
@@ -1154,7 +1154,7 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	p := pairs.Policy()
 	since := now.Add(-time.Duration(p.Burst+1) * p.Interval)
 	rows, err := o.db.QueryContext(ctx, o.q(`SELECT sender, recipient, sent_at FROM outbox_items
-		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') ORDER BY sent_at`), nanos(since))
+		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') AND NOT `+sqlNeverWritten+` ORDER BY sent_at`), nanos(since), nanos(now))
 	if err != nil {
 		return fmt.Errorf("outbox: run: reading recent sends: %w", err)
 	}

@@ -1,0 +1,33 @@
+package outbox
+
+// Pacing a takeover. A Run feeds its Client's pair limiter the sends
+// recorded in the database that it did not make itself (seedPairs, once;
+// with Postgres, seedLane whenever it picks a lane another worker sent
+// on), so that a pair another worker sent to keeps its pace: a pair
+// charged too little draws 131056 at Meta, one charged too much only
+// waits. With write marks (WithWriteMarks) some claims provably never
+// wrote their request, and charging their pair for them would hold a lane
+// for a debt no message made: such a row is left out. Provably means the
+// row can no longer be written either:
+//
+//   - its claim ended (failed) without its mark, so nothing of it was
+//     written and it will not be without a new claim (which sets a new
+//     sent_at);
+//   - its claim is still sending, unmarked, and its lease has ended: the
+//     worker died, or lost the claim, and its mark now fails (a mark is
+//     committed only under a live lease, mark.go), so the request is never
+//     written.
+//
+// Every other row counts, as before: a claim still leased may be written
+// at any moment, a marked one may have been, and an accepted or
+// submitted_unknown item was sent by someone (an unmarked one may be the
+// duplicate of another send of its key).
+
+// sqlNeverWritten is true of a row whose request provably never was nor
+// will be written (see above); its one parameter is now.
+const sqlNeverWritten = `(unwritten_at <> 0 AND unwritten_at = sent_at AND (state = 'failed' OR (state = 'sending' AND lease_until < ?)))`
+
+// sqlNeverWrittenOther is sqlNeverWritten for the row s of pickSQL's
+// latest send by another worker in the lane: never a sending one (a lane
+// with an item sending is not picked), so it needs no parameter.
+const sqlNeverWrittenOther = `(s.unwritten_at <> 0 AND s.unwritten_at = s.sent_at AND s.state = 'failed')`
