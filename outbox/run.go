@@ -868,7 +868,9 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	// the send will meet. The lane waits on the clock holding no send. A
 	// store error is left to the send, which fails closed on it.
 	if !it.pair.IsZero() {
-		r.seedLane(it)
+		if err := r.seedLane(ctx, tx, now, it); err != nil {
+			return nil, false, err
+		}
 	}
 	ready, code := now, errcodes.Code(0)
 	if a, err := r.c.Admission(now, it.From, it.To, len(all)); err == nil {
@@ -1188,21 +1190,26 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 }
 
 // seedLane, with Postgres, feeds the pair limiter the lane's latest send
-// by another worker, so that a lane taken over from another worker keeps
-// its pace.
-func (r *runner) seedLane(it *claimed) {
+// by another worker (a burst: all its bubbles), so that a lane taken over
+// from another worker keeps its pace.
+func (r *runner) seedLane(ctx context.Context, ex execer, now time.Time, it *claimed) error {
 	o := r.o
 	if !o.d.postgres {
-		return
+		return nil
 	}
 	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
 	sd := o.seedingOf(pairs)
 	if at := it.otherSent; at > 0 && at > sd.lanes[it.lane] {
-		pairs.ReserveN(fromNanos(at), it.pair, 1)
+		n, err := r.otherSends(ctx, ex, now, it.lane, at)
+		if err != nil {
+			return fmt.Errorf("reading the lane's latest send: %w", err)
+		}
+		pairs.ReserveN(fromNanos(at), it.pair, min(n, pairs.BurstCap()))
 		sd.lanes[it.lane] = at
 	}
+	return nil
 }
 
 // resendKey is the idempotency key (and biz_opaque_callback_data) of the

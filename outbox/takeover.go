@@ -1,5 +1,10 @@
 package outbox
 
+import (
+	"context"
+	"time"
+)
+
 // Pacing a takeover. A Run feeds its Client's pair limiter the sends
 // recorded in the database that it did not make itself (seedPairs, once;
 // with Postgres, seedLane whenever it picks a lane another worker sent
@@ -31,3 +36,20 @@ const sqlNeverWritten = `(unwritten_at <> 0 AND unwritten_at = sent_at AND (stat
 // latest send by another worker in the lane: never a sending one (a lane
 // with an item sending is not picked), so it needs no parameter.
 const sqlNeverWrittenOther = `(s.unwritten_at <> 0 AND s.unwritten_at = s.sent_at AND s.state = 'failed')`
+
+// sqlOtherSends counts the messages of lane sent at sent_at by workers
+// other than owner: one, or a burst's bubbles (claimed together, they
+// share their sent_at).
+const sqlOtherSends = `SELECT COUNT(*) FROM outbox_items WHERE lane = ? AND sent_at = ? AND owner <> ?
+	AND state NOT IN ('queued', 'expired') AND NOT ` + sqlNeverWritten
+
+// otherSends returns how many messages another worker sent on lane at
+// sent_at (at least one): a burst of n owes its pair n intervals, and
+// charging it as one would send the lane's next item inside its debt.
+func (r *runner) otherSends(ctx context.Context, ex execer, now time.Time, lane string, at int64) (int, error) {
+	var n int
+	if err := r.o.queryRow(ctx, ex, sqlOtherSends, lane, at, r.owner, nanos(now)).Scan(&n); err != nil {
+		return 0, err
+	}
+	return max(n, 1), nil
+}

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -212,4 +213,56 @@ func within[T any](t *testing.T, ch chan T, what string) T {
 		t.Fatalf("%s: nothing after 30 s", what)
 		panic("unreachable")
 	}
+}
+
+// A worker that picks a lane another worker just sent a burst on charges
+// the pair for the whole burst (n bubbles owe n intervals), not for one
+// message: charged for one, it would send the lane's next item inside the
+// burst's debt and draw 131056.
+func TestPostgresLaneAfterAnotherWorkersBurst(t *testing.T) {
+	dsn := requirePostgres(t)
+	// The fake's rule a little faster than the workers' (it judges
+	// arrivals, they judge claims).
+	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(900*time.Millisecond, 45, 900*time.Millisecond))
+	pol := pairlimit.Policy{Interval: time.Second, Burst: 45, BurstWindow: time.Second}
+	open := func() (*outbox.Outbox, *cloudapi.Client) {
+		o, err := outbox.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(pol)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o, c
+	}
+	a, ca := open()
+	b, cb := open()
+	// B has run once (its limiter is seeded from the database) before A
+	// sends the burst.
+	done, stop := startRun(t.Context(), b, cb)
+	time.Sleep(100 * time.Millisecond)
+	stopRun(t, done, stop)
+	var msgs []cloudapi.Message
+	for j := range 3 {
+		m := cloudapi.Text(recipient(3), "x")
+		m.IdempotencyKey = fmt.Sprintf("r003-m%d", j)
+		msgs = append(msgs, m)
+	}
+	if _, err := a.EnqueueBurst(t.Context(), from, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	done, stop = startRun(t.Context(), a, ca)
+	waitItem(t, a, "r003-m2", func(it outbox.Item) bool { return it.State.Final() })
+	stopRun(t, done, stop)
+	m := cloudapi.Text(recipient(3), "x")
+	m.IdempotencyKey = "r003-m3"
+	if _, err := b.Enqueue(t.Context(), from, m); err != nil {
+		t.Fatal(err)
+	}
+	done, stop = startRun(t.Context(), b, cb)
+	waitItem(t, b, "r003-m3", func(it outbox.Item) bool { return it.State.Final() })
+	stopRun(t, done, stop)
+	checkDelivery(t, meta, 4, false)
 }
