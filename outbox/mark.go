@@ -19,7 +19,11 @@ import (
 // submitted_unknown. A claim whose mark was committed becomes
 // submitted_unknown as without the option, and is never resent blindly:
 // the mark says only that the request may have left. The items of a
-// burst are queued again only if none of them was marked.
+// burst are queued again only if none of them was marked. A mark needs
+// the claim's lease: a worker paused past it writes nothing when it
+// resumes, and the item goes back to its lane's head. The pair of a
+// claim that provably never left is not charged for it by the worker
+// that takes it over.
 //
 // The marks of the sends in flight share their commits (group commit),
 // but each batch of writes costs one more commit: on SQLite, dispatch took
