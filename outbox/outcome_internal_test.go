@@ -177,3 +177,60 @@ func TestOutcomeClassification(t *testing.T) {
 		})
 	}
 }
+
+// A burst whose send the Client refused as in progress (nothing of it
+// written) goes back to the queue whole, no attempt counted: its head for
+// the reason, the bubbles after it because their head went back.
+func TestBurstInProgressQueuedWhole(t *testing.T) {
+	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var msgs []cloudapi.Message
+	for j := range 3 {
+		m := cloudapi.Text("+237690000001", "x")
+		m.IdempotencyKey = fmt.Sprintf("b-%d", j)
+		msgs = append(msgs, m)
+	}
+	if _, err := o.EnqueueBurst(t.Context(), "106540352242922", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := o.db.ExecContext(t.Context(), `UPDATE outbox_items SET state = 'sending', owner = 'w1', attempts = 1, sent_at = ?, lease_until = ?`,
+		nanos(now), nanos(now.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	var burst string
+	if err := o.db.QueryRowContext(t.Context(), `SELECT burst FROM outbox_items WHERE ikey = 'b-0'`).Scan(&burst); err != nil || burst == "" {
+		t.Fatalf("burst %q, %v", burst, err)
+	}
+	var all []*claimed
+	for _, m := range msgs {
+		all = append(all, &claimed{Item: Item{Key: m.IdempotencyKey, Attempts: 1, State: StateSending}, burstKey: burst})
+	}
+	head := finished{it: all[0], err: &cloudapi.SendError{State: cloudapi.StateSubmittedUnknown, Duplicate: true, Err: cloudapi.ErrInProgress}}
+	for _, it := range all[1:] {
+		head.rest = append(head.rest, finished{it: it, err: errBurstCut, cut: true})
+	}
+	r := &runner{o: o, owner: "w1"}
+	tx, err := o.db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.record(t.Context(), tx, t.Context(), now, []finished{head}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		it, err := o.Get(t.Context(), m.IdempotencyKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.State != StateQueued || it.Attempts != 0 {
+			t.Errorf("%s: %v after %d attempts (%s), want queued after 0", it.Key, it.State, it.Attempts, it.Reason)
+		}
+	}
+}
