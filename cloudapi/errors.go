@@ -54,6 +54,16 @@ var ErrSubmittedUnknown = errors.New("cloudapi: submitted, outcome unknown")
 // they may be sent again; Client.Forget forgets a key on purpose.
 var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 
+// ErrInProgress is matched by the error of a send refused because a send
+// with the same idempotency key is still in progress in this Client (or
+// the key is repeated within one burst): nothing of this call was written,
+// and no request was made. The error is a duplicate (it also matches
+// ErrDuplicate, and its State is StateSubmittedUnknown: the first send's
+// outcome is not known yet); sending again once the first send has ended
+// answers with that send's outcome. A queue holding the message may treat
+// it as not sent and try again later.
+var ErrInProgress = errors.New("cloudapi: a send with this idempotency key is in progress")
+
 // ErrZeroClient is returned by the methods of a Client not made by New
 // (the zero Client, or a nil one): it has no token, limits or memory of
 // keys, so it sends nothing.

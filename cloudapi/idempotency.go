@@ -2,7 +2,6 @@ package cloudapi
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -14,9 +13,6 @@ const (
 	defaultIdempotencyKeys = 100_000
 	defaultIdempotencyAge  = 24 * time.Hour
 )
-
-// errInProgress is the cause of a duplicate whose first send has not ended.
-var errInProgress = errors.New("cloudapi: a send with this key is in progress")
 
 // sent is what the memory holds for one key: the first send's outcome.
 type sent struct {
@@ -160,7 +156,7 @@ func conflict(key string) error {
 // result) of a send whose key was already sent.
 func duplicate(key string, first *sent) (*Result, error) {
 	if first == nil {
-		return nil, &SendError{State: StateSubmittedUnknown, IdempotencyKey: key, Duplicate: true, Err: errInProgress}
+		return nil, &SendError{State: StateSubmittedUnknown, IdempotencyKey: key, Duplicate: true, Err: ErrInProgress}
 	}
 	return first.result, &SendError{State: first.state, IdempotencyKey: key, Attempts: first.attempts, Duplicate: true, Err: first.err}
 }

@@ -19,7 +19,11 @@ import (
 // submitted_unknown. A claim whose mark was committed becomes
 // submitted_unknown as without the option, and is never resent blindly:
 // the mark says only that the request may have left. The items of a
-// burst are queued again only if none of them was marked.
+// burst are queued again only if none of them was marked. A mark needs
+// the claim's lease: a worker paused past it writes nothing when it
+// resumes, and the item goes back to its lane's head. The pair of a
+// claim that provably never left is not charged for it by the worker
+// that takes it over.
 //
 // The marks of the sends in flight share their commits (group commit),
 // but each batch of writes costs one more commit: on SQLite, dispatch took
@@ -110,8 +114,8 @@ func (r *runner) markFunc(all []*claimed) writemark.Func {
 
 // mark commits the write mark of the item id, claimed by this Run, and
 // returns nil once it is committed; an error if it could not be (the
-// request must not be written), or if the claim was lost (another worker
-// took the item over after this Run's lease ended).
+// request must not be written), or if the claim was lost (this Run's
+// lease ended, and another worker may have taken the item over).
 func (r *runner) mark(ctx context.Context, id int64) error {
 	c := &markCall{id: id, wake: make(chan bool, 1)}
 	g := &r.marks
@@ -174,7 +178,7 @@ func (r *runner) leadMarks(ctx context.Context, lc *markCall) {
 		case err != nil:
 			c.err = fmt.Errorf("%w: %w", errNotMarked, err)
 		case !marked[c.id]:
-			c.err = fmt.Errorf("%w: the claim was lost (its lease ended and another worker took the item over)", errNotMarked)
+			c.err = fmt.Errorf("%w: the claim was lost (its lease ended, and another worker may take the item over)", errNotMarked)
 		}
 	}
 	g.mu.Lock()
@@ -194,9 +198,11 @@ func (r *runner) leadMarks(ctx context.Context, lc *markCall) {
 }
 
 // sqlMark commits the write marks of the listed items this Run still has
-// sending; sqlMarked reads which of them are marked.
+// sending under a live lease (a claim whose lease ended is never marked,
+// so that its request provably never leaves: see takeover.go); sqlMarked
+// reads which of them are marked.
 func sqlMark(d dialect) string {
-	return `UPDATE outbox_items SET unwritten_at = 0 WHERE state = 'sending' AND owner = ? AND id ` + d.inList("bigint")
+	return `UPDATE outbox_items SET unwritten_at = 0 WHERE state = 'sending' AND owner = ? AND lease_until >= ? AND id ` + d.inList("bigint")
 }
 
 func sqlMarked(d dialect) string {
@@ -210,7 +216,7 @@ func sqlMarked(d dialect) string {
 func (r *runner) markIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
 	o := r.o
 	list := listArg(o.d, ids)
-	res, err := o.exec(ctx, o.db, sqlMark(o.d), r.owner, list)
+	res, err := o.exec(ctx, o.db, sqlMark(o.d), r.owner, nanos(o.cfg.clock.Now()), list)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // markFixture opens an outbox holding n items claimed by owner "w1" with
-// marks (sending, unwritten), and returns it with their ids.
+// marks (sending, unwritten, leased for ever), and returns it with their
+// ids.
 func markFixture(t *testing.T, n int) (*Outbox, []int64) {
 	t.Helper()
 	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
@@ -26,7 +27,8 @@ func markFixture(t *testing.T, n int) (*Outbox, []int64) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := o.db.QueryContext(t.Context(), `UPDATE outbox_items SET state = 'sending', owner = 'w1', sent_at = 7, unwritten_at = 7 RETURNING id`)
+	rows, err := o.db.QueryContext(t.Context(), `UPDATE outbox_items SET state = 'sending', owner = 'w1', sent_at = 7, unwritten_at = 7,
+		lease_until = 9000000000000000000 RETURNING id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +77,17 @@ func TestMarkGroupConcurrent(t *testing.T) {
 	}
 }
 
-// A mark of a claim this Run does not hold (lost to another worker) fails
-// with errNotMarked and marks nothing; the others of its batch succeed.
+// A mark of a claim this Run does not hold (lost to another worker, or
+// its lease ended) fails with errNotMarked and marks nothing; the others
+// of its batch succeed.
 func TestMarkGroupClaimLost(t *testing.T) {
+	t.Run("taken over", func(t *testing.T) { markLost(t, `UPDATE outbox_items SET owner = 'w2' WHERE id = ?`) })
+	t.Run("lease ended", func(t *testing.T) { markLost(t, `UPDATE outbox_items SET lease_until = 1 WHERE id = ?`) })
+}
+
+func markLost(t *testing.T, lose string) {
 	o, ids := markFixture(t, 3)
-	if _, err := o.db.ExecContext(t.Context(), `UPDATE outbox_items SET owner = 'w2' WHERE id = ?`, ids[1]); err != nil {
+	if _, err := o.db.ExecContext(t.Context(), lose, ids[1]); err != nil {
 		t.Fatal(err)
 	}
 	r := &runner{o: o, owner: "w1"}

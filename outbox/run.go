@@ -27,6 +27,11 @@ const maxDispatches = 10
 // attempt waits before it is dispatched again.
 const retryAfterRefusals = time.Minute
 
+// retryAfterInProgress is how long an item the Client refused because a
+// send with its key is still in progress (cloudapi.ErrInProgress) waits
+// before it is dispatched again.
+const retryAfterInProgress = time.Second
+
 var runs atomic.Int64
 
 // foldEvery is how often a Run on Postgres folds the counters' deltas
@@ -507,7 +512,7 @@ func pickSQL(d dialect) string {
 	other := `0`
 	if d.postgres {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
-			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? ORDER BY s.sent_at DESC LIMIT 1), 0)`
+			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? AND NOT ` + sqlNeverWrittenOther + ` ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
@@ -863,7 +868,9 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 	// the send will meet. The lane waits on the clock holding no send. A
 	// store error is left to the send, which fails closed on it.
 	if !it.pair.IsZero() {
-		r.seedLane(it)
+		if err := r.seedLane(ctx, tx, now, it); err != nil {
+			return nil, false, err
+		}
 	}
 	ready, code := now, errcodes.Code(0)
 	if a, err := r.c.Admission(now, it.From, it.To, len(all)); err == nil {
@@ -1092,6 +1099,13 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 			wamid = f.res.MessageID
 		}
 		return r.setState(ctx, tx, now, key, StateAccepted, 0, "", wamid)
+	case errors.Is(f.err, cloudapi.ErrInProgress):
+		// The Client refused it locally, writing nothing: a send with its
+		// key is still in progress in this process (another Run's, whose
+		// claim this Run took over). Not sent: it goes back to its lane's
+		// head, its attempt uncounted, and tries again shortly; once that
+		// send has ended, the Client answers with its outcome.
+		return r.requeue(ctx, tx, now, now.Add(retryAfterInProgress), key, "not sent: a send with its key is in progress in this process", true)
 	case st == cloudapi.StateSubmittedUnknown:
 		return r.setState(ctx, tx, now, key, StateSubmittedUnknown, code, reason, "")
 	case st == cloudapi.StateFailed:
@@ -1144,7 +1158,7 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 	p := pairs.Policy()
 	since := now.Add(-time.Duration(p.Burst+1) * p.Interval)
 	rows, err := o.db.QueryContext(ctx, o.q(`SELECT sender, recipient, sent_at FROM outbox_items
-		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') ORDER BY sent_at`), nanos(since))
+		WHERE sent_at >= ? AND recipient <> '' AND state NOT IN ('queued', 'expired') AND NOT `+sqlNeverWritten+` ORDER BY sent_at`), nanos(since), nanos(now))
 	if err != nil {
 		return fmt.Errorf("outbox: run: reading recent sends: %w", err)
 	}
@@ -1178,21 +1192,26 @@ func (r *runner) seedPairs(ctx context.Context, now time.Time) error {
 }
 
 // seedLane, with Postgres, feeds the pair limiter the lane's latest send
-// by another worker, so that a lane taken over from another worker keeps
-// its pace.
-func (r *runner) seedLane(it *claimed) {
+// by another worker (a burst: all its bubbles), so that a lane taken over
+// from another worker keeps its pace.
+func (r *runner) seedLane(ctx context.Context, ex execer, now time.Time, it *claimed) error {
 	o := r.o
 	if !o.d.postgres {
-		return
+		return nil
 	}
 	pairs := r.c.PairLimiter()
 	o.seedMu.Lock()
 	defer o.seedMu.Unlock()
 	sd := o.seedingOf(pairs)
 	if at := it.otherSent; at > 0 && at > sd.lanes[it.lane] {
-		pairs.ReserveN(fromNanos(at), it.pair, 1)
+		n, err := r.otherSends(ctx, ex, now, it.lane, at)
+		if err != nil {
+			return fmt.Errorf("reading the lane's latest send: %w", err)
+		}
+		pairs.ReserveN(fromNanos(at), it.pair, min(n, pairs.BurstCap()))
 		sd.lanes[it.lane] = at
 	}
+	return nil
 }
 
 // resendKey is the idempotency key (and biz_opaque_callback_data) of the
