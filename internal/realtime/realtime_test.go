@@ -318,7 +318,7 @@ const (
 
 // child starts the test binary in role with args at priority prio; it is
 // stopped by t.Cleanup (closing its stdin, then killing it).
-func child(t *testing.T, role string, args any, prio int, stdout io.Writer) *exec.Cmd {
+func child(t testing.TB, role string, args any, prio int, stdout io.Writer) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -380,7 +380,7 @@ func startFake(t *testing.T, args ...string) string {
 }
 
 // startFakeProcess is startFake that also returns the fake's process.
-func startFakeProcess(t *testing.T, args ...string) (string, *os.Process) {
+func startFakeProcess(t testing.TB, args ...string) (string, *os.Process) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "meta")
 	cmd := child(t, "fake", append([]string{"-addr-file", addrFile, "-mps", strconv.Itoa(mps)}, args...), high, io.Discard)
