@@ -225,9 +225,9 @@ type Server struct {
 
 	mu       sync.Mutex // protects the fields below
 	pairs    pairTable
-	recent   map[string][]time.Time // per number: accepted instants of the last seconds, sorted
-	tier     map[string]time.Time   // recipient -> latest template (only with WithTier)
-	tierKept int                    // len(tier) after its last sweep
+	recent   map[string][]int64   // per number: accepted instants of the last seconds (Unix ns), sorted
+	tier     map[string]time.Time // recipient -> latest template (only with WithTier)
+	tierKept int                  // len(tier) after its last sweep
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
@@ -318,7 +318,7 @@ func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
 		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
-		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]time.Time{},
+		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]int64{},
 		bodies: DefaultBodies, history: DefaultHistory,
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
 	}
@@ -662,8 +662,8 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 func (s *Server) accept(req *Request, now time.Time) {
 	s.pairOK(req.PhoneNumberID, req.To, now, true)
 	recent := s.recent[req.PhoneNumberID]
-	i, _ := slices.BinarySearchFunc(recent, now, time.Time.Compare)
-	s.recent[req.PhoneNumberID] = slices.Insert(recent, i, now)
+	t := now.UnixNano()
+	s.recent[req.PhoneNumberID] = slices.Insert(recent, firstAtOrAfter(recent, t), t)
 	if req.Type == "template" && s.tierLimit > 0 {
 		s.tier[req.To] = now
 		s.sweepTier(now)
@@ -730,46 +730,52 @@ func (s *Server) throughputOK(number string, now time.Time) bool {
 		limit = s.mps
 	}
 	recent := s.recent[number]
+	t := now.UnixNano()
 	// Keep two seconds before the latest instant seen: an arrival stamped
 	// earlier than ones already counted is judged with them.
-	latest := now
-	if n := len(recent); n > 0 && recent[n-1].After(latest) {
+	latest := t
+	if n := len(recent); n > 0 && recent[n-1] > latest {
 		latest = recent[n-1]
 	}
-	cut, _ := slices.BinarySearchFunc(recent, latest.Add(-2*time.Second), time.Time.Compare)
-	recent = recent[cut:]
+	recent = recent[firstAtOrAfter(recent, latest-2*second):]
 	s.recent[number] = recent
 	if len(recent) < limit {
 		return true
 	}
-	// count returns how many counted instants lie in [a, b].
-	count := func(a, b time.Time) int {
-		lo, _ := slices.BinarySearchFunc(recent, a, time.Time.Compare)
-		hi, found := slices.BinarySearchFunc(recent, b, time.Time.Compare)
-		for found && hi < len(recent) && recent[hi].Equal(b) {
-			hi++
-		}
-		return hi - lo
-	}
-	if !latest.After(now) {
+	from := firstAtOrAfter(recent, t-second)
+	if latest <= t {
 		// In order: every window holding now lies within [now-1s, now].
-		return count(now.Add(-time.Second), now) < limit
+		return len(recent)-from < limit
 	}
 	// Out of order: every closed window [a, a+1s] holding now starts at
-	// now or at a counted instant within the second before it.
-	if count(now, now.Add(time.Second)) >= limit {
-		return false
-	}
-	from, _ := slices.BinarySearchFunc(recent, now.Add(-time.Second), time.Time.Compare)
-	for _, a := range recent[from:] {
-		if a.After(now) {
-			break
+	// now or at a counted instant within the second before it. The starts
+	// are taken in increasing order, so the end of each window only moves
+	// forward: one pass over the instants of [now-1s, now+1s].
+	end := from // the first instant after the current window
+	full := func(i int, a int64) bool {
+		for end < len(recent) && recent[end] <= a+second {
+			end++
 		}
-		if count(a, a.Add(time.Second)) >= limit {
+		return end-i >= limit
+	}
+	i := from
+	for ; i < len(recent) && recent[i] <= t; i++ {
+		if full(i, recent[i]) {
 			return false
 		}
 	}
-	return true
+	return !full(i, t)
+}
+
+// second is a second in nanoseconds, the unit of the throughput rule's
+// instants.
+const second = int64(time.Second)
+
+// firstAtOrAfter returns the index of the first instant in sorted that is
+// at or after t (len(sorted) if none is).
+func firstAtOrAfter(sorted []int64, t int64) int {
+	i, _ := slices.BinarySearch(sorted, t)
+	return i
 }
 
 // tierOK reports whether a template to recipient fits in the tier.
