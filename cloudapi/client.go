@@ -48,7 +48,8 @@ const idleConnsPerHost = 256
 // WithHTTPClient, shared by them as http.DefaultTransport is: net/http's
 // default transport (proxy from the environment, HTTP/2 when the server
 // offers it, its timeouts) keeping idleConnsPerHost idle connections per
-// host.
+// host, whose connections send each request's headers with its body
+// (transport.go).
 var defaultTransport = sync.OnceValue(func() http.RoundTripper {
 	tr, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -57,6 +58,9 @@ var defaultTransport = sync.OnceValue(func() http.RoundTripper {
 	tr = tr.Clone()
 	tr.MaxIdleConnsPerHost = idleConnsPerHost
 	tr.MaxIdleConns = max(tr.MaxIdleConns, 2*idleConnsPerHost)
+	if tr.DialContext != nil {
+		tr.DialContext = coalesceDial(tr.DialContext)
+	}
 	return tr
 })
 
