@@ -79,6 +79,12 @@ func runFake() int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	exitWithParent(cancel)
+	// One P: the fake stands for Meta's servers, which do not share the
+	// sender's CPUs. With a P per core its scheduler handed each request's
+	// goroutines from core to core, waking the other: a fifth of its CPU
+	// in BenchmarkLoopbackSend. At 5,000 msg/s it needs half a core, and
+	// it stamps arrivals with the kernel's clock, not its own.
+	runtime.GOMAXPROCS(1)
 	if path := os.Getenv("WAPACE_REALTIME_FAKE_CPUPROFILE"); path != "" {
 		// For measuring where the fake's CPU goes (BENCHMARKS.md).
 		f, err := os.Create(path)
