@@ -70,10 +70,6 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, endpoint, body, g)
-	if err != nil {
-		return attemptResult{state: StateNotSubmitted, err: err}
-	}
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
 	var traced, wrote atomic.Bool
@@ -88,7 +84,10 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 			}
 		},
 	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	req, err := c.newRequest(httptrace.WithClientTrace(ctx, trace), from, endpoint, body, g)
+	if err != nil {
+		return attemptResult{state: StateNotSubmitted, err: err}
+	}
 	resp, err := c.hc.Do(req)
 	if g != nil {
 		checked, aborted := g.finish()
@@ -138,8 +137,7 @@ func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []b
 	if g != nil {
 		pacedRequest(req, g, body)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token.token)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header = http.Header{"Authorization": {c.token.header}, "Content-Type": {"application/json"}}
 	return req, nil
 }
 

@@ -3,7 +3,9 @@ package cloudapi
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -36,8 +38,12 @@ func coalesceDial(dial func(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-// maxHeld is the largest header block held back.
-const maxHeld = 8 << 10
+// maxHeld is the largest header block held back, and maxBodyWith the
+// most of a body sent with it.
+const (
+	maxHeld     = 8 << 10
+	maxBodyWith = 64 << 10
+)
 
 // coalesceConn is a connection that holds back a request's header block
 // until the next write (see above).
@@ -48,22 +54,79 @@ type coalesceConn struct {
 }
 
 func (c *coalesceConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if len(c.held) == 0 {
-		if !headersOnly(p) {
-			c.mu.Unlock()
-			return c.Conn.Write(p)
+	held := c.take()
+	if len(held) == 0 {
+		if headersOnly(p) {
+			c.hold(append(held, p...))
+			return len(p), nil
 		}
-		c.held = append(c.held, p...)
-		c.mu.Unlock()
-		return len(p), nil
+		c.hold(held)
+		return c.Conn.Write(p)
 	}
-	held := len(c.held)
-	buf := append(c.held, p...)
-	c.held = buf[:0]
-	c.mu.Unlock()
-	n, err := c.Conn.Write(buf)
-	return max(n-held, 0), err
+	n := len(held)
+	buf := append(held, p...)
+	w, err := c.Conn.Write(buf)
+	c.hold(buf[:0])
+	return max(w-n, 0), err
+}
+
+// ReadFrom writes what r reads; a held header block leaves with the
+// first bytes r reads, up to maxBodyWith of them, read into the same
+// buffer. The transport copies a request's body with it.
+func (c *coalesceConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := c.take()
+	n0 := len(buf)
+	if n0 == 0 {
+		c.hold(buf)
+		return io.Copy(c.Conn, r)
+	}
+	var rerr error
+	for rerr == nil && len(buf)-n0 < maxBodyWith {
+		buf = slices.Grow(buf, 512)
+		var m int
+		m, rerr = r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+	}
+	if rerr == io.EOF {
+		rerr = nil
+	}
+	if len(buf) == n0 && rerr != nil {
+		// Nothing of the body came: the headers stay back, and are
+		// dropped when the transport closes the connection.
+		c.hold(buf)
+		return 0, rerr
+	}
+	w, err := c.Conn.Write(buf)
+	c.hold(buf[:0])
+	n := int64(max(w-n0, 0))
+	switch {
+	case err != nil:
+		return n, err
+	case rerr != nil:
+		return n, rerr
+	case len(buf)-n0 < maxBodyWith:
+		return n, nil
+	}
+	more, err := io.Copy(c.Conn, r)
+	return n + more, err
+}
+
+// take removes the held bytes (nil or empty when there are none) and
+// returns them.
+func (c *coalesceConn) take() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.held
+	c.held = nil
+	return b
+}
+
+// hold keeps b as the held bytes (empty: none, its buffer kept for the
+// next request).
+func (c *coalesceConn) hold(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = b
 }
 
 // Close drops a held header block: its body never came.

@@ -100,6 +100,18 @@ func TestRequestLeavesInOneWrite(t *testing.T) {
 	if strings.Join(got, "|") != `{"to":"1"}|{"to":"2"}|`+"x\r\n\r\n" {
 		t.Errorf("bodies received %q", got)
 	}
+	// A body longer than what is sent with the headers arrives whole.
+	long := strings.Repeat("0123456789", 10_000)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v26.0/1/media", nil)
+	req.Body, req.ContentLength = &opaqueBody{r: strings.NewReader(long)}, int64(len(long))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(got) != 4 || got[3] != long {
+		t.Errorf("a body of %d bytes arrived as %d requests, the last of %d bytes", len(long), len(got), len(got[len(got)-1]))
+	}
 }
 
 // TestRefusedBodyLeavesNothing: when the body's first read fails (the
