@@ -649,8 +649,8 @@ func (s *Server) judge(r *http.Request, body []byte, err error) incoming {
 	if err != nil || len(body) > 1<<20 {
 		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body unreadable or too large")
 	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
+	msg, err := decodeObject(body, false)
+	if err != nil {
 		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body is not a JSON object")
 	}
 	in.msg = msg
