@@ -49,14 +49,20 @@ const (
 // until the next write (see above).
 type coalesceConn struct {
 	net.Conn
-	mu   sync.Mutex // protects held: the transport writes from one goroutine, and may close from another
-	held []byte     // a header block not yet written, or empty
+	mu     sync.Mutex // protects the fields below: the transport writes from one goroutine, and may close from another
+	held   []byte     // a header block not yet written, or empty
+	closed bool       // Close was called
 }
 
 func (c *coalesceConn) Write(p []byte) (int, error) {
 	held := c.take()
 	if len(held) == 0 {
-		if headersOnly(p) {
+		// A closed connection holds nothing: the write fails, with
+		// nothing written, as it would have failed unheld. (net/http
+		// retries a request on another connection when none of its bytes
+		// were written: a header block held back, then lost, would count
+		// as written.)
+		if headersOnly(p) && !c.isClosed() {
 			c.hold(append(held, p...))
 			return len(p), nil
 		}
@@ -129,10 +135,17 @@ func (c *coalesceConn) hold(b []byte) {
 	c.held = b
 }
 
+func (c *coalesceConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // Close drops a held header block: its body never came.
 func (c *coalesceConn) Close() error {
 	c.mu.Lock()
 	c.held = c.held[:0]
+	c.closed = true
 	c.mu.Unlock()
 	return c.Conn.Close()
 }

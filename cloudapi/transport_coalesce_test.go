@@ -179,3 +179,20 @@ func TestHeadersOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedConnectionHoldsNothing: headers written to a connection
+// already closed fail with nothing written, as they would unheld, so
+// that net/http retries the request elsewhere (it does when none of a
+// request's bytes were written), instead of counting them as sent.
+func TestClosedConnectionHoldsNothing(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := &coalesceConn{Conn: a}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Write([]byte("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n"))
+	if n != 0 || err == nil {
+		t.Errorf("Write after Close: %d, %v; want 0 and an error", n, err)
+	}
+}
