@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/wapace/wapace/errcodes"
@@ -70,10 +72,6 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 	if err := ctx.Err(); err != nil { // net/http would return before tracing anything
 		return attemptResult{state: StateNotSubmitted, err: err}
 	}
-	req, err := c.newRequest(ctx, from, endpoint, body, g)
-	if err != nil {
-		return attemptResult{state: StateNotSubmitted, err: err}
-	}
 	// traced: the transport reports to httptrace (net/http's always asks
 	// for a connection first); wrote: a byte of the request may have left.
 	var traced, wrote atomic.Bool
@@ -88,7 +86,10 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 			}
 		},
 	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	req, err := c.newRequest(httptrace.WithClientTrace(ctx, trace), from, endpoint, body, g)
+	if err != nil {
+		return attemptResult{state: StateNotSubmitted, err: err}
+	}
 	resp, err := c.hc.Do(req)
 	if g != nil {
 		checked, aborted := g.finish()
@@ -138,8 +139,7 @@ func (c *Client) newRequest(ctx context.Context, from, endpoint string, body []b
 	if g != nil {
 		pacedRequest(req, g, body)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token.token)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header = http.Header{"Authorization": {c.token.header}, "Content-Type": {"application/json"}}
 	return req, nil
 }
 
@@ -169,6 +169,14 @@ func parseSuccess(kind Kind, data []byte) (*Result, bool) {
 		}
 		return &Result{}, json.Unmarshal(data, &r) == nil && r.Success
 	}
+	if r, ok := scanSuccess(data); ok {
+		return r, r != nil
+	}
+	return decodeSuccess(data)
+}
+
+// decodeSuccess reads a message's 2xx body with encoding/json.
+func decodeSuccess(data []byte) (*Result, bool) {
 	var r struct {
 		Contacts []struct {
 			Input  string `json:"input"`
@@ -188,4 +196,201 @@ func parseSuccess(kind Kind, data []byte) (*Result, bool) {
 		res.Input, res.WaID, res.UserID = r.Contacts[0].Input, r.Contacts[0].WaID, r.Contacts[0].UserID
 	}
 	return res, true
+}
+
+// scanSuccess reads the usual shape of a message's 2xx body without
+// reflection: an object whose members are strings, or arrays of objects
+// whose members are strings, in printable ASCII without escapes. ok
+// reports whether data has that shape and names each member at most once
+// (keys compared exactly: json matches them in any case); then the result
+// is decodeSuccess's (nil when decodeSuccess finds no message ID).
+// Otherwise decodeSuccess reads it.
+func scanSuccess(data []byte) (r *Result, ok bool) {
+	var res Result
+	sc := successScanner{b: data}
+	sc.space()
+	if !sc.byte('{') {
+		return nil, false
+	}
+	var seen [2]bool // contacts, messages
+	for first := true; ; first = false {
+		sc.space()
+		if sc.byte('}') {
+			break
+		}
+		if !first && (!sc.byte(',') || !sc.spaceThen()) {
+			return nil, false
+		}
+		key, ok := sc.member()
+		if !ok || folds(key, successKeys[:]...) {
+			return nil, false
+		}
+		k := slices.Index(successKeys[:], key)
+		switch {
+		case k >= 0:
+			if seen[k] || sc.peek() != '[' {
+				return nil, false
+			}
+			seen[k] = true
+			var fields [3]string
+			names := successFields[k]
+			n, ok := sc.objects(names, fields[:len(names)])
+			switch {
+			case !ok:
+				return nil, false
+			case n > 0 && k == 0:
+				res.Input, res.WaID, res.UserID = fields[0], fields[1], fields[2]
+			case n > 0 && k == 1:
+				res.MessageID, res.MessageStatus = fields[0], fields[1]
+			}
+		case sc.peek() == '"':
+			if _, ok := sc.str(); !ok {
+				return nil, false
+			}
+		case sc.peek() == '[':
+			if _, ok := sc.objects(nil, nil); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	sc.space()
+	if sc.i != len(data) {
+		return nil, false
+	}
+	if res.MessageID == "" {
+		return nil, true
+	}
+	return &res, true
+}
+
+// successKeys are the members of a success scanSuccess reads, and
+// successFields the members of their objects.
+var (
+	successKeys   = [2]string{"contacts", "messages"}
+	successFields = [2][]string{{"input", "wa_id", "user_id"}, {"id", "message_status"}}
+)
+
+// folds reports whether key matches one of names in another case (as
+// encoding/json would match it) without being it.
+func folds(key string, names ...string) bool {
+	for _, n := range names {
+		if key != n && strings.EqualFold(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// successScanner reads the JSON scanSuccess accepts.
+type successScanner struct {
+	b []byte
+	i int
+}
+
+func (s *successScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *successScanner) byte(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *successScanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// spaceThen skips space and reports whether something follows.
+func (s *successScanner) spaceThen() bool {
+	s.space()
+	return s.i < len(s.b)
+}
+
+// str reads a string of printable ASCII without escapes.
+func (s *successScanner) str() (string, bool) {
+	if !s.byte('"') {
+		return "", false
+	}
+	start := s.i
+	for ; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			v := string(s.b[start:s.i])
+			s.i++
+			return v, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// member reads a key and its colon.
+func (s *successScanner) member() (string, bool) {
+	k, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	s.space()
+	if !s.byte(':') {
+		return "", false
+	}
+	s.space()
+	return k, true
+}
+
+// objects reads an array of objects of strings, keeping the members
+// named in names of its first object in fields, and returns its length.
+func (s *successScanner) objects(names, fields []string) (int, bool) {
+	s.byte('[')
+	n := 0
+	for ; ; n++ {
+		s.space()
+		if s.byte(']') {
+			return n, true
+		}
+		if n > 0 && (!s.byte(',') || !s.spaceThen()) {
+			return 0, false
+		}
+		if !s.byte('{') {
+			return 0, false
+		}
+		var seen [3]bool // names
+		for first := true; ; first = false {
+			s.space()
+			if s.byte('}') {
+				break
+			}
+			if !first && (!s.byte(',') || !s.spaceThen()) {
+				return 0, false
+			}
+			key, ok := s.member()
+			if !ok || folds(key, names...) {
+				return 0, false
+			}
+			v, ok := s.str()
+			if !ok {
+				return 0, false
+			}
+			if j := slices.Index(names, key); j >= 0 {
+				if seen[j] {
+					return 0, false
+				}
+				seen[j] = true
+				if n == 0 {
+					fields[j] = v
+				}
+			}
+		}
+	}
 }

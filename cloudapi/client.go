@@ -48,7 +48,8 @@ const idleConnsPerHost = 256
 // WithHTTPClient, shared by them as http.DefaultTransport is: net/http's
 // default transport (proxy from the environment, HTTP/2 when the server
 // offers it, its timeouts) keeping idleConnsPerHost idle connections per
-// host.
+// host, asking for no compression, whose connections send each request's
+// headers with its body (transport.go).
 var defaultTransport = sync.OnceValue(func() http.RoundTripper {
 	tr, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -57,6 +58,12 @@ var defaultTransport = sync.OnceValue(func() http.RoundTripper {
 	tr = tr.Clone()
 	tr.MaxIdleConnsPerHost = idleConnsPerHost
 	tr.MaxIdleConns = max(tr.MaxIdleConns, 2*idleConnsPerHost)
+	// Meta's answers are a few hundred bytes: not worth a gzip reader
+	// and an extra header on every request.
+	tr.DisableCompression = true
+	if tr.DialContext != nil {
+		tr.DialContext = coalesceDial(tr.DialContext)
+	}
 	return tr
 })
 
@@ -100,8 +107,9 @@ type Client struct {
 	numberHolds sync.Map // phone number ID -> the errcodes.Code of its latest hold, for Admission
 }
 
-// credential holds the access token.
-type credential struct{ token string }
+// credential holds the access token, and the Authorization header that
+// carries it.
+type credential struct{ token, header string }
 
 // Option configures a Client. Options are validated by New: a nil value or
 // an out-of-range number is an error matching ErrInvalidOption.
@@ -137,8 +145,9 @@ func WithAPIVersion(v string) Option {
 // WithHTTPClient makes requests with a copy of hc; hc itself is never
 // changed. Every request stays bounded: if hc has no Timeout, the copy gets
 // DefaultTimeout (give hc a Timeout of your own to change it). Without
-// it, the Client uses net/http's default transport keeping 256 idle
-// connections per host; a transport of your
+// it, the Client uses a clone of net/http's default transport keeping 256
+// idle connections per host, asking for no compression, and writing each
+// request's headers with its body; a transport of your
 // own should keep about as many as you have requests in flight
 // (http.Transport.MaxIdleConnsPerHost: its default, 2, makes most
 // requests dial).
@@ -339,7 +348,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{
-		token:      &credential{token},
+		token:      &credential{token, "Bearer " + token},
 		baseURL:    DefaultBaseURL,
 		version:    DefaultAPIVersion,
 		hc:         &http.Client{Timeout: DefaultTimeout, Transport: defaultTransport()},

@@ -123,7 +123,7 @@ func (c *Client) DownloadMedia(ctx context.Context, mediaURL string, w io.Writer
 	if err != nil {
 		return 0, fmt.Errorf("cloudapi: building the download: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token.token)
+	req.Header.Set("Authorization", c.token.header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, c.scrub(err)
@@ -161,7 +161,7 @@ func (c *Client) graphRequest(ctx context.Context, method, path string, body io.
 	if err != nil {
 		return nil, fmt.Errorf("cloudapi: building the request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token.token)
+	req.Header.Set("Authorization", c.token.header)
 	return req, nil
 }
 

@@ -119,11 +119,11 @@ func (m Message) Kind() Kind { return m.kind }
 // not. It checks everything that could fail later, the request's encoding
 // included, so that Send fails before anything is reserved or sent.
 func (m Message) Validate() error {
-	to, err := m.check()
-	if err != nil {
+	if _, err := m.check(); err != nil {
 		return err
 	}
-	_, err = m.encodeFor(to, "k", m.kind == KindTemplate && m.Category == CategoryMarketing)
+	// What else could fail in encodeFor: the content's encoding.
+	_, err := m.content()
 	return err
 }
 
@@ -204,16 +204,9 @@ func (m Message) countsTowardTier() bool {
 // phone number goes in "to", a business-scoped user ID in "recipient"
 // (Meta, "Business-scoped user IDs").
 func (m Message) encodeFor(to phone.Recipient, callbackData string, marketing bool) ([]byte, error) {
-	if m.kind == KindRead {
-		b, err := json.Marshal(m.payload)
-		if err != nil {
-			return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
-		}
-		return b, nil
-	}
-	payload, err := json.Marshal(m.payload)
-	if err != nil {
-		return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
+	payload, err := m.content()
+	if err != nil || m.kind == KindRead {
+		return payload, err
 	}
 	// The object's members, printed in the order json.Marshal prints a
 	// map's (by key), as this body was first built: the same bytes, without
@@ -266,6 +259,44 @@ func (m Message) encodeFor(to phone.Recipient, callbackData string, marketing bo
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// content returns the kind's JSON object, as json.Marshal encodes it. A
+// message read back by UnmarshalJSON holds it encoded already: when
+// json.Marshal would write those bytes as they are, they are used as they
+// are (a stored message is encoded once when it is stored, not on every
+// send and every Validate).
+func (m Message) content() ([]byte, error) {
+	if raw, ok := m.payload.(json.RawMessage); ok && verbatim(raw) {
+		return raw, nil
+	}
+	b, err := json.Marshal(m.payload)
+	if err != nil {
+		return nil, invalid(string(m.kind), "cannot be encoded: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return b, nil
+}
+
+// verbatim reports whether json.Marshal writes raw, valid JSON, as it is:
+// whether raw has no space between its tokens and no character
+// json.Marshal escapes in a string (<, >, &, U+2028 and U+2029, whose
+// UTF-8 encodings start with 0xE2, as other characters' do: those are left
+// to json.Marshal too).
+func verbatim(raw json.RawMessage) bool {
+	in := false // within a string
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '<' || c == '>' || c == '&' || c == 0xE2:
+			return false
+		case in && c == '\\':
+			i++ // the escaped character
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // bodyField is one member of a request body: a string, or raw JSON.

@@ -35,7 +35,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(m.payload)
+	payload, err := m.content()
 	if err != nil {
 		return nil, err
 	}

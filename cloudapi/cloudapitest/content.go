@@ -9,7 +9,6 @@ import (
 // carry (Meta's "Messages" reference), independent of cloudapi's
 // validation. It returns "" when obj is acceptable, or why not.
 func checkContent(typ string, obj json.RawMessage) string {
-	var o map[string]json.RawMessage
 	switch typ {
 	case "contacts":
 		var cards []struct {
@@ -27,7 +26,9 @@ func checkContent(typ string, obj json.RawMessage) string {
 		}
 		return ""
 	}
-	if json.Unmarshal(obj, &o) != nil {
+	// obj is a member of a body already checked to be valid JSON.
+	o, err := decodeObject(obj, true)
+	if err != nil {
 		return typ + " must be an object"
 	}
 	switch typ {

@@ -225,9 +225,9 @@ type Server struct {
 
 	mu       sync.Mutex // protects the fields below
 	pairs    pairTable
-	recent   map[string][]time.Time // per number: accepted instants of the last seconds, sorted
-	tier     map[string]time.Time   // recipient -> latest template (only with WithTier)
-	tierKept int                    // len(tier) after its last sweep
+	recent   map[string][]int64   // per number: accepted instants of the last seconds (Unix ns), sorted
+	tier     map[string]time.Time // recipient -> latest template (only with WithTier)
+	tierKept int                  // len(tier) after its last sweep
 	script   []scripted
 	maint    map[string]time.Time // number -> end of maintenance
 	requests []Request
@@ -318,7 +318,7 @@ func NewServer(tb TB, opts ...Option) *Server {
 	s := &Server{
 		clock: clock.New(), mps: 80, mpsFor: map[string]int{},
 		interval: 6 * time.Second, burst: 45, window: 6 * time.Second,
-		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]time.Time{},
+		pairs: pairTable{m: map[string]*pairState{}}, recent: map[string][]int64{},
 		bodies: DefaultBodies, history: DefaultHistory,
 		tier: map[string]time.Time{}, maint: map[string]time.Time{},
 	}
@@ -449,8 +449,6 @@ func (s *Server) record(req Request) {
 	}
 }
 
-var pathRE = regexp.MustCompile(`^/(v[0-9]+\.[0-9]+)/([0-9]+)/(messages|marketing_messages)$`)
-
 // ServeHTTP answers one request as the Cloud API would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec, fail := s.handle(r)
@@ -499,11 +497,13 @@ func (s *Server) hang(conn net.Conn) {
 // handle decides the answer to r, records it, and returns the recorded
 // response and the scripted failure that applied, if any.
 func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) {
-	if w, ok := s.handleMedia(r); ok {
-		return w, nil
-	}
-	if w, ok := s.handleTemplates(r); ok {
-		return w, nil
+	if !messagesSuffix(r.URL.Path) { // neither can take a messages path
+		if w, ok := s.handleMedia(r); ok {
+			return w, nil
+		}
+		if w, ok := s.handleTemplates(r); ok {
+			return w, nil
+		}
 	}
 	w := httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json")
@@ -512,8 +512,11 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	if hb, ok := r.Body.(heldBody); ok {
 		body = hb.b // read whole by the in-memory transport
 	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+		body, err = readBody(r)
 	}
+	// What can be judged from the request alone is, before the lock: the
+	// requests' decoding and content checks run side by side.
+	in := s.judge(r, body, err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A request arrives when its body has: Meta cannot act on a message
@@ -527,80 +530,24 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 			now = at
 		}
 	}
-	req := Request{At: now, Path: r.URL.Path, Body: body}
+	req := in.req
+	req.At = now
 	answer := func(status int, code errcodes.Code, details string) {
 		req.Status, req.Code = status, code
 		writeError(w, status, code, details, s.seq)
 		s.record(req)
 	}
-	if !knownVersion(r.URL.Path) {
-		answer(http.StatusBadRequest, codeUnknownPath, "Unknown path components: "+r.URL.Path)
+	if in.code != 0 {
+		answer(in.status, in.code, in.details)
 		return w, nil
 	}
-	m := pathRE.FindStringSubmatch(r.URL.Path)
-	if r.Method != http.MethodPost || m == nil {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages or /marketing_messages")
-		return w, nil
-	}
-	req.PhoneNumberID = m[2]
-	if status, code, details, ok := s.authFailure(r); !ok {
-		answer(status, code, details)
-		return w, nil
-	}
-	if err != nil || len(body) > 1<<20 {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Request body unreadable or too large")
-		return w, nil
-	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
-		answer(http.StatusBadRequest, errcodes.InvalidParameter, "Request body is not a JSON object")
-		return w, nil
-	}
-	if str(msg["messaging_product"]) != "whatsapp" {
-		answer(http.StatusBadRequest, errcodes.MissingParameter, "messaging_product must be whatsapp")
-		return w, nil
-	}
-	if str(msg["status"]) == "read" && m[3] == "messages" {
-		req.Type = "read"
-		if str(msg["message_id"]) == "" {
-			answer(http.StatusBadRequest, errcodes.MissingParameter, "message_id is required")
-			return w, nil
-		}
+	if in.read {
 		req.Status, req.Accepted = http.StatusOK, true
 		s.record(req)
 		_, _ = w.WriteString(`{"success":true}`)
 		return w, nil
 	}
-	req.Type, req.CallbackData = str(msg["type"]), str(msg["biz_opaque_callback_data"])
-	to, rcpt := str(msg["to"]), str(msg["recipient"])
-	switch {
-	case rcpt != "" && to == "":
-		// A business-scoped user ID goes in "recipient" (Meta,
-		// "Business-scoped user IDs"); when "to" is set too, it wins.
-		if !matchBSUID(rcpt) {
-			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
-			return w, nil
-		}
-		req.To = rcpt
-	case matchBSUID(to):
-		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "A business-scoped user ID goes in recipient, not to")
-		return w, nil
-	default:
-		req.To = digits(to)
-		if len(req.To) < 7 || len(req.To) > 15 {
-			answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "to must be a phone number")
-			return w, nil
-		}
-	}
-	if req.Type == "" || len(msg[req.Type]) == 0 {
-		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, "type and the type's object are required")
-		return w, nil
-	}
-	if details := checkContent(req.Type, msg[req.Type]); details != "" {
-		answer(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
-		return w, nil
-	}
-	if status, code, details := s.checkTemplate(m[3], msg, req.Type); code != 0 {
+	if status, code, details := s.checkTemplate(in.endpoint, in.msg, req.Type); code != 0 {
 		answer(status, code, details)
 		return w, nil
 	}
@@ -649,12 +596,142 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 	}
 	s.accept(&req, now)
 	s.record(req)
-	resp := success{Contacts: []successContact{contact(to, req.To)}, Messages: []successMessage{{ID: req.MessageID}}, MessagingProduct: "whatsapp"}
+	status := ""
 	if req.Type == "template" {
-		resp.Messages[0].MessageStatus = s.messageStatus(msg)
+		status = s.messageStatus(in.msg)
 	}
-	_ = json.NewEncoder(w).Encode(resp)
+	_, _ = w.Write(appendSuccess(nil, contact(in.to, req.To), req.MessageID, status))
 	return w, nil
+}
+
+// readBody reads r's body, at most 1 MiB and one byte (more is refused),
+// into a buffer sized from its Content-Length.
+func readBody(r *http.Request) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), 1<<20)+1))
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, 1<<20+1))
+	return buf.Bytes(), err
+}
+
+// incoming is a message request as far as it can be judged without the
+// server's state: its refusal, if one applies, or what it asks for.
+type incoming struct {
+	req Request // Path, Body, and what was read before any refusal
+	// status, code and details are the refusal (code 0: none).
+	status   int
+	code     errcodes.Code
+	details  string
+	read     bool   // a read receipt
+	endpoint string // "messages" or "marketing_messages"
+	to       string // "to" as given
+	msg      map[string]json.RawMessage
+}
+
+// judge reads r (whose body is body, or failed with err) as a message
+// request, in the order Meta's checks run: the path and its version, the
+// method, the token, the body, then the message's fields and content.
+func (s *Server) judge(r *http.Request, body []byte, err error) incoming {
+	in := incoming{req: Request{Path: r.URL.Path, Body: body}}
+	refuse := func(status int, code errcodes.Code, details string) incoming {
+		in.status, in.code, in.details = status, code, details
+		return in
+	}
+	id, endpoint, isMessages := messagesPath(r.URL.Path)
+	if !knownVersion(r.URL.Path) {
+		return refuse(http.StatusBadRequest, codeUnknownPath, "Unknown path components: "+r.URL.Path)
+	}
+	if r.Method != http.MethodPost || !isMessages {
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Unsupported "+strings.ToLower(r.Method)+" request. Use POST /{version}/{phone-number-id}/messages or /marketing_messages")
+	}
+	in.req.PhoneNumberID, in.endpoint = id, endpoint
+	if status, code, details, ok := s.authFailure(r); !ok {
+		return refuse(status, code, details)
+	}
+	if err != nil || len(body) > 1<<20 {
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body unreadable or too large")
+	}
+	msg, err := decodeObject(body, false)
+	if err != nil {
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body is not a JSON object")
+	}
+	in.msg = msg
+	if str(msg["messaging_product"]) != "whatsapp" {
+		return refuse(http.StatusBadRequest, errcodes.MissingParameter, "messaging_product must be whatsapp")
+	}
+	if str(msg["status"]) == "read" && endpoint == "messages" {
+		in.req.Type = "read"
+		if str(msg["message_id"]) == "" {
+			return refuse(http.StatusBadRequest, errcodes.MissingParameter, "message_id is required")
+		}
+		in.read = true
+		return in
+	}
+	in.req.Type, in.req.CallbackData = str(msg["type"]), str(msg["biz_opaque_callback_data"])
+	to, rcpt := str(msg["to"]), str(msg["recipient"])
+	in.to = to
+	switch {
+	case rcpt != "" && to == "":
+		// A business-scoped user ID goes in "recipient" (Meta,
+		// "Business-scoped user IDs"); when "to" is set too, it wins.
+		if !matchBSUID(rcpt) {
+			return refuse(http.StatusBadRequest, errcodes.InvalidParameterValue, "recipient is not a business-scoped user ID")
+		}
+		in.req.To = rcpt
+	case matchBSUID(to):
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameterValue, "A business-scoped user ID goes in recipient, not to")
+	default:
+		in.req.To = digits(to)
+		if len(in.req.To) < 7 || len(in.req.To) > 15 {
+			return refuse(http.StatusBadRequest, errcodes.InvalidParameterValue, "to must be a phone number")
+		}
+	}
+	if in.req.Type == "" || len(msg[in.req.Type]) == 0 {
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameterValue, "type and the type's object are required")
+	}
+	if details := checkContent(in.req.Type, msg[in.req.Type]); details != "" {
+		return refuse(http.StatusBadRequest, errcodes.InvalidParameterValue, details)
+	}
+	return in
+}
+
+// messagesSuffix reports whether path ends as a messages path does.
+func messagesSuffix(path string) bool {
+	return strings.HasSuffix(path, "/messages") || strings.HasSuffix(path, "/marketing_messages")
+}
+
+// messagesPath parses /{version}/{phone-number-id}/messages or
+// /marketing_messages, the version as v{digits}.{digits}, and returns the
+// number and the endpoint.
+func messagesPath(path string) (id, endpoint string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/v")
+	if !ok {
+		return "", "", false
+	}
+	major, rest, ok := strings.Cut(rest, ".")
+	if !ok || !allDigits(major) {
+		return "", "", false
+	}
+	minor, rest, ok := strings.Cut(rest, "/")
+	if !ok || !allDigits(minor) {
+		return "", "", false
+	}
+	id, endpoint, ok = strings.Cut(rest, "/")
+	if !ok || !allDigits(id) || (endpoint != "messages" && endpoint != "marketing_messages") {
+		return "", "", false
+	}
+	return id, endpoint, true
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // accept records an accepted message against every rule. Called with s.mu
@@ -662,8 +739,8 @@ func (s *Server) handle(r *http.Request) (*httptest.ResponseRecorder, *Failure) 
 func (s *Server) accept(req *Request, now time.Time) {
 	s.pairOK(req.PhoneNumberID, req.To, now, true)
 	recent := s.recent[req.PhoneNumberID]
-	i, _ := slices.BinarySearchFunc(recent, now, time.Time.Compare)
-	s.recent[req.PhoneNumberID] = slices.Insert(recent, i, now)
+	t := now.UnixNano()
+	s.recent[req.PhoneNumberID] = slices.Insert(recent, firstAtOrAfter(recent, t), t)
 	if req.Type == "template" && s.tierLimit > 0 {
 		s.tier[req.To] = now
 		s.sweepTier(now)
@@ -730,46 +807,52 @@ func (s *Server) throughputOK(number string, now time.Time) bool {
 		limit = s.mps
 	}
 	recent := s.recent[number]
+	t := now.UnixNano()
 	// Keep two seconds before the latest instant seen: an arrival stamped
 	// earlier than ones already counted is judged with them.
-	latest := now
-	if n := len(recent); n > 0 && recent[n-1].After(latest) {
+	latest := t
+	if n := len(recent); n > 0 && recent[n-1] > latest {
 		latest = recent[n-1]
 	}
-	cut, _ := slices.BinarySearchFunc(recent, latest.Add(-2*time.Second), time.Time.Compare)
-	recent = recent[cut:]
+	recent = recent[firstAtOrAfter(recent, latest-2*second):]
 	s.recent[number] = recent
 	if len(recent) < limit {
 		return true
 	}
-	// count returns how many counted instants lie in [a, b].
-	count := func(a, b time.Time) int {
-		lo, _ := slices.BinarySearchFunc(recent, a, time.Time.Compare)
-		hi, found := slices.BinarySearchFunc(recent, b, time.Time.Compare)
-		for found && hi < len(recent) && recent[hi].Equal(b) {
-			hi++
-		}
-		return hi - lo
-	}
-	if !latest.After(now) {
+	from := firstAtOrAfter(recent, t-second)
+	if latest <= t {
 		// In order: every window holding now lies within [now-1s, now].
-		return count(now.Add(-time.Second), now) < limit
+		return len(recent)-from < limit
 	}
 	// Out of order: every closed window [a, a+1s] holding now starts at
-	// now or at a counted instant within the second before it.
-	if count(now, now.Add(time.Second)) >= limit {
-		return false
-	}
-	from, _ := slices.BinarySearchFunc(recent, now.Add(-time.Second), time.Time.Compare)
-	for _, a := range recent[from:] {
-		if a.After(now) {
-			break
+	// now or at a counted instant within the second before it. The starts
+	// are taken in increasing order, so the end of each window only moves
+	// forward: one pass over the instants of [now-1s, now+1s].
+	end := from // the first instant after the current window
+	full := func(i int, a int64) bool {
+		for end < len(recent) && recent[end] <= a+second {
+			end++
 		}
-		if count(a, a.Add(time.Second)) >= limit {
+		return end-i >= limit
+	}
+	i := from
+	for ; i < len(recent) && recent[i] <= t; i++ {
+		if full(i, recent[i]) {
 			return false
 		}
 	}
-	return true
+	return !full(i, t)
+}
+
+// second is a second in nanoseconds, the unit of the throughput rule's
+// instants.
+const second = int64(time.Second)
+
+// firstAtOrAfter returns the index of the first instant in sorted that is
+// at or after t (len(sorted) if none is).
+func firstAtOrAfter(sorted []int64, t int64) int {
+	i, _ := slices.BinarySearch(sorted, t)
+	return i
 }
 
 // tierOK reports whether a template to recipient fits in the tier.
@@ -841,6 +924,42 @@ type successContact struct {
 type successMessage struct {
 	ID            string `json:"id"`
 	MessageStatus string `json:"message_status,omitempty"`
+}
+
+// appendSuccess appends the body of an accepted message to b, as
+// json.Encoder would write a success (and its newline): the recipient's
+// contact, the wamid id, and the message status when status is not "".
+func appendSuccess(b []byte, c successContact, id, status string) []byte {
+	b = append(b, `{"contacts":[{"input":`...)
+	b = appendString(b, c.Input)
+	if c.UserID != "" {
+		b = append(b, `,"user_id":`...)
+		b = appendString(b, c.UserID)
+	}
+	if c.WaID != "" {
+		b = append(b, `,"wa_id":`...)
+		b = appendString(b, c.WaID)
+	}
+	b = append(b, `}],"messages":[{"id":`...)
+	b = appendString(b, id)
+	if status != "" {
+		b = append(b, `,"message_status":`...)
+		b = appendString(b, status)
+	}
+	return append(b, "}],\"messaging_product\":\"whatsapp\"}\n"...)
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // escapes, or a character beyond ASCII
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // contact is the contacts[] entry of a success: wa_id for a phone number

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -33,18 +32,24 @@ const latestVersion = 26
 // detailsBadToken marks the answer to a token that does not parse.
 const detailsBadToken = "\x00bad token"
 
-// versionRE reads a path's leading API version.
-var versionRE = regexp.MustCompile(`^/v([0-9]+)\.([0-9]+)/`)
-
 // knownVersion reports whether path starts with an API version Meta has
-// released (or with no version: Graph then uses the app's default).
+// released (or with no version: Graph then uses the app's default). A
+// version is "/v{major}.{minor}/", in ASCII digits.
 func knownVersion(path string) bool {
-	m := versionRE.FindStringSubmatch(path)
-	if m == nil {
+	rest, ok := strings.CutPrefix(path, "/v")
+	if !ok {
 		return true
 	}
-	major, err := strconv.Atoi(m[1])
-	return err == nil && major <= latestVersion && m[2] == "0"
+	major, rest, ok := strings.Cut(rest, ".")
+	if !ok || !allDigits(major) {
+		return true
+	}
+	minor, _, ok := strings.Cut(rest, "/")
+	if !ok || !allDigits(minor) {
+		return true
+	}
+	n, err := strconv.Atoi(major)
+	return err == nil && n <= latestVersion && minor == "0"
 }
 
 // authFailure returns the answer to r's credentials, or ok: no token is

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,10 @@ func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 		var enqErrs []string
 		enqueued := 0
 		began := time.Now()
+		// The phases are labelled for -test.cpuprofile (pprof -tagfocus
+		// phase=dispatch): the goroutines Run starts, and the transport's,
+		// inherit the label.
+		pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("phase", "enqueue")))
 		for i := 0; i < n; i += batch * len(upgraded) {
 			for j, from := range upgraded {
 				var msgs []cloudapi.Message
@@ -129,6 +134,7 @@ func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 				}
 			}
 		}
+		pprof.SetGoroutineLabels(ctx)
 		t.Logf("%d templates queued in %v", enqueued, time.Since(began).Round(time.Millisecond))
 		if enqueued != n {
 			t.Fatalf("%d of %d enqueued: %q", enqueued, n, enqErrs)
@@ -142,7 +148,7 @@ func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 		start := time.Now()
 		runCtx, stop := context.WithCancel(ctx)
 		ran := make(chan error, 1)
-		go func() { ran <- ob.Run(runCtx, c) }()
+		go pprof.Do(runCtx, pprof.Labels("phase", "dispatch"), func(ctx context.Context) { ran <- ob.Run(ctx, c) })
 		if err := ob.Drain(ctx); err != nil {
 			t.Errorf("Drain: %v", err)
 		}

@@ -79,6 +79,12 @@ func runFake() int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	exitWithParent(cancel)
+	// One P: the fake stands for Meta's servers, which do not share the
+	// sender's CPUs. With a P per core its scheduler handed each request's
+	// goroutines from core to core, waking the other: a fifth of its CPU
+	// in BenchmarkLoopbackSend. At 5,000 msg/s it needs half a core, and
+	// it stamps arrivals with the kernel's clock, not its own.
+	runtime.GOMAXPROCS(1)
 	if path := os.Getenv("WAPACE_REALTIME_FAKE_CPUPROFILE"); path != "" {
 		// For measuring where the fake's CPU goes (BENCHMARKS.md).
 		f, err := os.Create(path)
@@ -318,7 +324,7 @@ const (
 
 // child starts the test binary in role with args at priority prio; it is
 // stopped by t.Cleanup (closing its stdin, then killing it).
-func child(t *testing.T, role string, args any, prio int, stdout io.Writer) *exec.Cmd {
+func child(t testing.TB, role string, args any, prio int, stdout io.Writer) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -380,7 +386,7 @@ func startFake(t *testing.T, args ...string) string {
 }
 
 // startFakeProcess is startFake that also returns the fake's process.
-func startFakeProcess(t *testing.T, args ...string) (string, *os.Process) {
+func startFakeProcess(t testing.TB, args ...string) (string, *os.Process) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "meta")
 	cmd := child(t, "fake", append([]string{"-addr-file", addrFile, "-mps", strconv.Itoa(mps)}, args...), high, io.Discard)

@@ -9,15 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"bufio"
 
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
@@ -100,6 +97,12 @@ func newApp(c config) *app {
 		cloudapitest.WithAppSecret(c.appSecret),
 		cloudapitest.WithPairRule(c.pairInterval, c.pairBurst, c.pairWindow),
 	}
+	a := &app{
+		appSecret: c.appSecret, webhook: c.webhook,
+		byKey: map[string]int{}, refusals: map[int]int{},
+		hc: &http.Client{Timeout: 10 * time.Second},
+	}
+	opts = append(opts, cloudapitest.WithRequestObserver(a.observe))
 	for id, n := range c.numberMPS {
 		opts = append(opts, cloudapitest.WithNumberThroughput(id, n))
 	}
@@ -112,16 +115,11 @@ func newApp(c config) *app {
 	for _, t := range c.templates {
 		opts = append(opts, cloudapitest.WithTemplate(t[0], t[1], t[2]))
 	}
-	fake := cloudapitest.NewServer(nil, opts...)
-	fake.Script(c.failures...)
+	a.fake = cloudapitest.NewServer(nil, opts...)
+	a.fake.Script(c.failures...)
 	now := time.Now()
 	for id, d := range c.maintenance {
-		fake.Maintenance(id, now.Add(d))
-	}
-	a := &app{
-		fake: fake, appSecret: c.appSecret, webhook: c.webhook,
-		byKey: map[string]int{}, refusals: map[int]int{},
-		hc: &http.Client{Timeout: 10 * time.Second},
+		a.fake.Maintenance(id, now.Add(d))
 	}
 	if c.webhook != "" {
 		a.hooks = make(chan []byte, 4096)
@@ -161,6 +159,74 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fake.ServeHTTP(w, r) // a management call, not a message: not logged
 		return
 	}
+	if messagesPath(r.URL.Path) {
+		// The fake records every request to these paths once, as it
+		// answers: observe logs it from there.
+		a.fake.ServeHTTP(w, r)
+		return
+	}
+	a.serveOther(w, r)
+}
+
+// messagesPath reports whether path is one the fake records each request
+// to (and answers as a message, or refuses): .../messages and
+// .../marketing_messages. The fake records every request to such a path
+// exactly once, whatever it answers; to other paths it answers media and
+// template requests without recording them.
+func messagesPath(path string) bool {
+	return strings.HasSuffix(path, "/messages") || strings.HasSuffix(path, "/marketing_messages")
+}
+
+// observe logs a request to the messages endpoints as the fake records it
+// (under the fake's lock, before the answer leaves), and queues its
+// webhook.
+func (a *app) observe(req cloudapitest.Request) {
+	if !messagesPath(req.Path) {
+		return // logged by serveOther
+	}
+	rec := record{At: req.At, Path: req.Path, Status: req.Status, Code: int(req.Code)}
+	switch {
+	case req.Accepted && req.Status == 0:
+		// A scripted reset or hang: accepted, but the client got no
+		// answer (and so no message ID).
+		rec.Dropped, rec.Accepted = true, true
+		rec.To, rec.Type, rec.CallbackData = req.To, req.Type, req.CallbackData
+	case req.Accepted && req.MessageID != "":
+		rec.Accepted, rec.MessageID = true, req.MessageID
+		rec.To, rec.Type, rec.CallbackData = req.To, req.Type, req.CallbackData
+	default:
+		// Refused, failed, or a read receipt (not a message): listed with
+		// what its body named, which the fake may not have read.
+		rec.To, rec.Type, rec.CallbackData, rec.BSUID = named(req.Body)
+	}
+	if rec.Accepted {
+		// A BSUID is kept as given; a phone number as its digits.
+		rec.BSUID = rec.To != "" && !allDigits(rec.To)
+	}
+	a.record(rec)
+}
+
+// named reads what a message body names: the recipient ("to" as digits,
+// else a BSUID in "recipient", reported by bsuid), the type and the
+// callback data ("" for what it does not name, or cannot be read).
+func named(body []byte) (to, typ, callback string, bsuid bool) {
+	var msg struct {
+		To           string `json:"to"`
+		Recipient    string `json:"recipient"` // a BSUID, kept as given
+		Type         string `json:"type"`
+		CallbackData string `json:"biz_opaque_callback_data"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	to = digits(msg.To)
+	if msg.To == "" {
+		to, bsuid = msg.Recipient, msg.Recipient != ""
+	}
+	return to, msg.Type, msg.CallbackData, bsuid
+}
+
+// serveOther serves and logs a request the fake does not record itself
+// (media, unknown paths): it logs what the body named and the answer.
+func (a *app) serveOther(w http.ResponseWriter, r *http.Request) {
 	// Sized from Content-Length (bounded), not grown from 512 bytes.
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), 1<<20)+1))
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, 1<<20+1))
@@ -171,55 +237,23 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rec := record{At: time.Now(), Path: r.URL.Path}
-	var msg struct {
-		To           string `json:"to"`
-		Recipient    string `json:"recipient"` // a BSUID, kept as given
-		Type         string `json:"type"`
-		CallbackData string `json:"biz_opaque_callback_data"`
-	}
-	_ = json.Unmarshal(body, &msg)
-	rec.To, rec.Type, rec.CallbackData = digits(msg.To), msg.Type, msg.CallbackData
-	if msg.To == "" {
-		rec.To, rec.BSUID = msg.Recipient, msg.Recipient != ""
-	}
+	rec.To, rec.Type, rec.CallbackData, rec.BSUID = named(body)
 	cw := &captureWriter{w: w, status: http.StatusOK}
-	cw.onDrop = func() {
-		// Recorded before the connection closes, so that a client that sees
-		// the reset also sees it counted.
-		rec.Dropped, rec.Accepted, rec.Status = true, true, 0
-		a.record(r, rec)
-	}
 	a.fake.ServeHTTP(cw, r)
-	if at := arrivalOf(r); !at.IsZero() {
-		rec.At = at // the instant the fake counted the message at
-	}
 	rec.Status = cw.status
-	if cw.hijacked {
-		return
+	var ans struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
 	}
-	{
-		var ans struct {
-			Messages []struct {
-				ID string `json:"id"`
-			} `json:"messages"`
-			Success bool `json:"success"`
-			Error   *struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(cw.body.Bytes(), &ans)
-		switch {
-		case cw.status == http.StatusOK && len(ans.Messages) > 0:
-			rec.Accepted, rec.MessageID = true, ans.Messages[0].ID
-		case ans.Error != nil:
-			rec.Code = ans.Error.Code
-		}
+	if json.Unmarshal(cw.body.Bytes(), &ans) == nil && ans.Error != nil {
+		rec.Code = ans.Error.Code
 	}
-	a.record(r, rec)
+	a.record(rec)
 }
 
 // record counts one answered request and queues its webhook.
-func (a *app) record(r *http.Request, rec record) {
+func (a *app) record(rec record) {
 	a.mu.Lock()
 	a.log = append(a.log, rec)
 	if rec.Accepted && rec.Type != "" {
@@ -233,7 +267,7 @@ func (a *app) record(r *http.Request, rec record) {
 	a.mu.Unlock()
 	if rec.Accepted && rec.MessageID != "" && a.hooks != nil {
 		select {
-		case a.hooks <- a.statusBody(r.URL.Path, rec):
+		case a.hooks <- a.statusBody(rec.Path, rec):
 		default:
 			a.mu.Lock()
 			a.hookFail++
@@ -359,11 +393,9 @@ func (a *app) deliver() {
 
 // captureWriter passes a response through and keeps a copy of it.
 type captureWriter struct {
-	w        http.ResponseWriter
-	status   int
-	body     bytes.Buffer
-	hijacked bool
-	onDrop   func() // called once, before a hijacked connection closes
+	w      http.ResponseWriter
+	status int
+	body   bytes.Buffer
 }
 
 func (c *captureWriter) Header() http.Header { return c.w.Header() }
@@ -373,28 +405,6 @@ func (c *captureWriter) Write(b []byte) (int, error) {
 		c.body.Write(b)
 	}
 	return c.w.Write(b)
-}
-
-// Hijack lets the fake drop the connection for a scripted reset or hang.
-func (c *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	conn, rw, err := http.NewResponseController(c.w).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	c.hijacked = true
-	return &dropConn{Conn: conn, onClose: c.onDrop}, rw, nil
-}
-
-// dropConn runs onClose once before closing.
-type dropConn struct {
-	net.Conn
-	once    sync.Once
-	onClose func()
-}
-
-func (d *dropConn) Close() error {
-	d.once.Do(d.onClose)
-	return d.Conn.Close()
 }
 
 func digits(s string) string {
