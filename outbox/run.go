@@ -90,7 +90,7 @@ type finished struct {
 // Outcomes are recorded in batches, each in the transaction that claims
 // as many items again: Run wakes when half of WithConcurrency's
 // sends have finished, or all of those in flight, or when the first
-// outcome not yet recorded has waited 10 ms (so that a slow send never
+// outcome not yet recorded has waited 50 ms (so that a slow send never
 // holds the others' records), or at its next due instant. While it is
 // busy recording, the outcomes that arrive meanwhile make up the next
 // batch. A crash before an outcome is recorded leaves the item
@@ -145,6 +145,7 @@ type runner struct {
 	// The time bound on a batch (linger): the first outcome that arrives
 	// while none waits starts a timer that wakes Run after lingerFor.
 	lingering atomic.Bool     // a timer runs for the outcomes waiting in done
+	lingerGen atomic.Uint64   // counts collects: a timer started before the last one is void
 	lingerCtx context.Context // ended when Run returns: the timers stop
 
 	failures   int        // consecutive transient errors (rideOut)
@@ -168,16 +169,18 @@ type runner struct {
 // outcomes of its sends (and claim as many items again, in one
 // transaction) once 1/batchOf of WithConcurrency's sends have ended, or
 // all of those in flight, or lingerFor after the first of them ended. A
-// transaction of the floor's carries 100 rows: with an eighth of 64
-// sends (8), each row of a transaction cost about a quarter more CPU than
-// with half (32): the begin, the commit, the wake-up and the pages each
-// transaction writes are paid for more rows (BENCHMARKS.md). Half the
-// sends stay in flight meanwhile. The bound keeps a slow send from holding
-// the others' records (and their lanes' next items, and their slots) for
-// more than a few ms.
+// transaction of the floor's carries 100 rows; with an eighth of 64 sends
+// Run's carried 13 to 27 messages, with half 26 to 32, and the begin, the
+// commit, the wake-up and the pages each transaction writes are paid for
+// that many (BENCHMARKS.md). Half the sends stay in flight meanwhile. The
+// bound keeps a slow send from holding the others' records (and their
+// lanes' next items, and their slots) for long; 50 ms is well under a
+// request's round trip to Meta, and lets a batch fill at 1,000 msg/s (10
+// ms cut a simulated campaign's batches to 10 messages, a quarter more
+// CPU).
 const (
 	batchOf   = 2
-	lingerFor = 10 * time.Millisecond
+	lingerFor = 50 * time.Millisecond
 )
 
 // goer is implemented by clocks that must know of every goroutine taking
@@ -359,13 +362,16 @@ func (r *runner) ready() bool {
 }
 
 // linger starts the time bound of the outcomes now waiting in done, unless
-// one runs: after lingerFor, it wakes Run if outcomes still wait.
+// one runs: after lingerFor, it wakes Run if they still wait. (A timer
+// whose outcomes were taken meanwhile wakes no one: it would cut the next
+// batch short.)
 func (r *runner) linger(spawn func(func())) {
 	if !r.lingering.CompareAndSwap(false, true) {
 		return
 	}
+	gen := r.lingerGen.Load()
 	spawn(func() {
-		if clockwait.Sleep(r.lingerCtx, r.o.cfg.clock, lingerFor) == nil && len(r.done) > 0 {
+		if clockwait.Sleep(r.lingerCtx, r.o.cfg.clock, lingerFor) == nil && r.lingerGen.Load() == gen && len(r.done) > 0 {
 			r.signal()
 		}
 	})
@@ -376,8 +382,9 @@ func (r *runner) linger(spawn func(func())) {
 func (r *runner) collect() []finished {
 	fs := r.unrecorded
 	r.unrecorded = nil
-	// Before taking them: an outcome that arrives after this starts a
-	// time bound of its own (linger).
+	// Before taking them: the time bounds started so far are void, and an
+	// outcome that arrives after this starts one of its own (linger).
+	r.lingerGen.Add(1)
 	r.lingering.Store(false)
 	for {
 		select {
