@@ -170,7 +170,7 @@ type runner struct {
 // transaction) once 1/batchOf of WithConcurrency's sends have ended, or
 // all of those in flight, or lingerFor after the first of them ended. A
 // transaction of the floor's carries 100 rows; with an eighth of 64 sends
-// Run's carried 13 to 27 messages, with half 26 to 32, and the begin, the
+// Run's carried 13 to 27 messages, with half 26 to 33, and the begin, the
 // commit, the wake-up and the pages each transaction writes are paid for
 // that many (BENCHMARKS.md). Half the sends stay in flight meanwhile. The
 // bound keeps a slow send from holding the others' records (and their
