@@ -30,10 +30,111 @@ const maxGroup = 256
 // commit's too) rolls it back, and each of its calls is then stored in a
 // transaction of its own, as if alone (their keys were fixed before the
 // batch, so nothing can be stored twice).
-type group struct {
-	mu      sync.Mutex
-	queue   []*enqCall // waiting for a batch, oldest first
+type group = commitQueue[*enqCall]
+
+// commitQueue is the queue of a group commit without a goroutine of its
+// own, shared by Enqueue's calls (group) and Run's write marks
+// (markGroup): a call joins it; the first to find no leader leads: it
+// takes the calls waiting then (its own first) as one batch, stores them
+// in one statement or transaction, hands the lead to the oldest call
+// still waiting and releases its batch. What a call whose ctx ends while
+// it waits may do differs (await's stay).
+type commitQueue[C interface {
+	comparable
+	turnOf() *turn
+}] struct {
+	mu      sync.Mutex // protects queue, leading and the calls' turns
+	queue   []C        // waiting for a batch, oldest first
 	leading bool       // a call is leading a batch or has been handed the lead
+}
+
+// turn is a call's place in a commitQueue.
+type turn struct {
+	wake   chan bool // true: lead the next batch; false: the call's result is set
+	taken  bool      // in a batch (commitQueue.mu)
+	handed bool      // handed the lead (commitQueue.mu)
+}
+
+// join queues c and reports whether it leads (no call did).
+func (q *commitQueue[C]) join(c C) bool {
+	c.turnOf().wake = make(chan bool, 1)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queue = append(q.queue, c)
+	lead := !q.leading
+	q.leading = true
+	return lead
+}
+
+// await waits for the turn of c, which did not lead when it joined: true
+// once it is handed the lead, false once its batch's leader has set its
+// result. Should ctx end first, c waits on all the same if it was handed
+// the lead (the others wait for it to lead) or if stay (called with q.mu
+// held, taken: c is in a batch) says so; otherwise c leaves the queue, or
+// its batch, and await returns ctx's error.
+func (q *commitQueue[C]) await(ctx context.Context, c C, stay func(taken bool) bool) (bool, error) {
+	t := c.turnOf()
+	select {
+	case lead := <-t.wake:
+		return lead, nil
+	case <-ctx.Done():
+	}
+	q.mu.Lock()
+	if t.handed || stay(t.taken) {
+		q.mu.Unlock()
+		return <-t.wake, nil
+	}
+	if !t.taken {
+		for i, w := range q.queue {
+			if w == c {
+				q.queue = append(q.queue[:i], q.queue[i+1:]...)
+				break
+			}
+		}
+	}
+	q.mu.Unlock()
+	return false, ctx.Err()
+}
+
+// take takes the batch of a leader: up to n calls (n <= 0: all) from the
+// head of the queue.
+func (q *commitQueue[C]) take(n int) []C {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n <= 0 || n > len(q.queue) {
+		n = len(q.queue)
+	}
+	batch := make([]C, n)
+	copy(batch, q.queue)
+	q.queue = append(q.queue[:0:0], q.queue[n:]...)
+	for _, c := range batch {
+		c.turnOf().taken = true
+	}
+	return batch
+}
+
+// handOn (q.mu held) hands the lead to the oldest call waiting, if any.
+func (q *commitQueue[C]) handOn() {
+	if len(q.queue) > 0 {
+		next := q.queue[0].turnOf()
+		next.handed = true
+		next.wake <- true
+	} else {
+		q.leading = false
+	}
+}
+
+// release hands the lead on and releases the calls of batch other than
+// its leader lc, their results set.
+func (q *commitQueue[C]) release(lc C, batch []C) {
+	q.mu.Lock()
+	q.handOn()
+	q.mu.Unlock()
+	for _, c := range batch {
+		if c != lc {
+			c.turnOf().wake <- false // (a call that left never reads it)
+		}
+	}
 }
 
 // enqCall is one Enqueue call waiting in a group.
@@ -49,11 +150,9 @@ type enqCall struct {
 	// the insert stores nothing for a stored key, see storeAll.)
 	fresh bool
 
-	wake   chan bool // true: lead the next batch; false: the result is set
-	taken  bool      // in a batch (group.mu)
-	begun  bool      // its batch's transaction has begun: it waits for the outcome (group.mu)
-	left   bool      // its ctx ended before its batch's transaction began: it returned (group.mu)
-	handed bool      // handed the lead (group.mu)
+	turn
+	begun bool // its batch's transaction has begun: it waits for the outcome (group.mu)
+	left  bool // its ctx ended before its batch's transaction began: it returned (group.mu)
 
 	// The result, set by the batch's leader before wake.
 	t    Ticket
@@ -62,43 +161,26 @@ type enqCall struct {
 	solo bool // store it alone, in a transaction of its own
 }
 
+func (c *enqCall) turnOf() *turn { return &c.turn }
+
 // enqueueGrouped stores a checked message in a shared transaction.
 func (o *Outbox) enqueueGrouped(ctx context.Context, from string, m cloudapi.Message, lane, to string, fresh bool) (Ticket, error) {
-	c := &enqCall{ctx: ctx, from: from, m: m, lane: lane, to: to, fresh: fresh, wake: make(chan bool, 1)}
+	c := &enqCall{ctx: ctx, from: from, m: m, lane: lane, to: to, fresh: fresh}
 	g := &o.group
-	g.mu.Lock()
-	g.queue = append(g.queue, c)
-	lead := !g.leading
-	g.leading = true
-	g.mu.Unlock()
+	lead := g.join(c)
 	if !lead {
-		select {
-		case lead = <-c.wake:
-		case <-ctx.Done():
-			g.mu.Lock()
-			switch {
-			case c.handed || c.begun:
-				// Handed the lead, or in a transaction that has begun
-				// (its outcome is on its way): wait for it.
-				g.mu.Unlock()
-				lead = <-c.wake
-			case c.taken:
-				// In a batch still waiting for the database: leave it,
-				// nothing stored.
-				c.left = true
-				g.mu.Unlock()
-				return Ticket{}, ctx.Err()
-			default:
-				// Not in any batch: leave, nothing stored.
-				for i, q := range g.queue {
-					if q == c {
-						g.queue = append(g.queue[:i], g.queue[i+1:]...)
-						break
-					}
-				}
-				g.mu.Unlock()
-				return Ticket{}, ctx.Err()
+		var err error
+		lead, err = g.await(ctx, c, func(taken bool) bool {
+			if c.begun {
+				return true // in a transaction that has begun: its outcome is on its way
 			}
+			// In a batch still waiting for the database, or in none:
+			// leave, nothing stored.
+			c.left = taken
+			return false
+		})
+		if err != nil {
+			return Ticket{}, err
 		}
 	}
 	if lead {
@@ -114,33 +196,13 @@ func (o *Outbox) enqueueGrouped(ctx context.Context, from string, m cloudapi.Mes
 	return c.t, nil
 }
 
-// handOn (group.mu held) hands the lead to the oldest call waiting, if
-// any.
-func (g *group) handOn() {
-	if len(g.queue) > 0 {
-		next := g.queue[0]
-		next.handed = true
-		next.wake <- true
-	} else {
-		g.leading = false
-	}
-}
-
 // leadBatch stores the calls at the head of the queue (the leader's own,
 // lc, first) in one transaction, hands the lead on and releases them. The
 // wait for a connection ends with lc's ctx: lc then returns its error and
 // the others go back to the head of the queue, under a new leader.
 func (o *Outbox) leadBatch(lc *enqCall) {
 	g := &o.group
-	g.mu.Lock()
-	n := min(len(g.queue), maxGroup)
-	batch := make([]*enqCall, n)
-	copy(batch, g.queue)
-	g.queue = append(g.queue[:0:0], g.queue[n:]...)
-	for _, c := range batch {
-		c.taken = true
-	}
-	g.mu.Unlock()
+	batch := g.take(maxGroup)
 
 	conn, err := o.db.Conn(lc.ctx)
 	if err != nil {
@@ -171,12 +233,7 @@ func (o *Outbox) leadBatch(lc *enqCall) {
 				c.t, c.evs, c.err, c.solo = Ticket{}, nil, errBatchAborted, false
 			}
 		}
-		g.mu.Lock()
-		g.handOn()
-		g.mu.Unlock()
-		for _, c := range batch[1:] {
-			c.wake <- false // (a call that left never reads it)
-		}
+		g.release(lc, batch)
 	}()
 	committed := o.storeBatch(conn, batch)
 	finished = true

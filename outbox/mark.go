@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/wapace/wapace/internal/writemark"
 )
@@ -77,20 +76,16 @@ var errNotMarked = errors.New("outbox: run: the request's write mark was not com
 
 // markGroup coalesces the write marks of a Run's sends into shared
 // statements.
-type markGroup struct {
-	mu      sync.Mutex
-	queue   []*markCall // waiting for a batch, oldest first
-	leading bool        // a call leads a batch or has been handed the lead
-}
+type markGroup = commitQueue[*markCall]
 
 // markCall is one mark waiting in a markGroup.
 type markCall struct {
-	id     int64
-	wake   chan bool // true: lead the next batch; false: err is set
-	taken  bool      // in a batch (markGroup.mu)
-	handed bool      // handed the lead (markGroup.mu)
-	err    error
+	id int64
+	turn
+	err error // set by its batch's leader
 }
+
+func (c *markCall) turnOf() *turn { return &c.turn }
 
 // markFunc is the write mark of the sends of claimed items all: it commits
 // the mark of the item whose (sent) key is given.
@@ -117,38 +112,16 @@ func (r *runner) markFunc(all []*claimed) writemark.Func {
 // request must not be written), or if the claim was lost (this Run's
 // lease ended, and another worker may have taken the item over).
 func (r *runner) mark(ctx context.Context, id int64) error {
-	c := &markCall{id: id, wake: make(chan bool, 1)}
+	c := &markCall{id: id}
 	g := &r.marks
-	g.mu.Lock()
-	g.queue = append(g.queue, c)
-	lead := !g.leading
-	g.leading = true
-	g.mu.Unlock()
+	lead := g.join(c)
 	if !lead {
-		select {
-		case lead = <-c.wake:
-		case <-ctx.Done():
-			g.mu.Lock()
-			switch {
-			case c.handed:
-				g.mu.Unlock()
-				lead = <-c.wake // the others wait for this call to lead
-			case c.taken:
-				// Its batch may commit the mark: the request is not
-				// written all the same (a mark says only "may have been
-				// written").
-				g.mu.Unlock()
-				return ctx.Err()
-			default:
-				for i, q := range g.queue {
-					if q == c {
-						g.queue = append(g.queue[:i], g.queue[i+1:]...)
-						break
-					}
-				}
-				g.mu.Unlock()
-				return ctx.Err()
-			}
+		// A call whose ctx ends in a batch leaves it: its batch may
+		// commit the mark, but the request is not written all the same
+		// (a mark says only "may have been written").
+		var err error
+		if lead, err = g.await(ctx, c, func(bool) bool { return false }); err != nil {
+			return err
 		}
 	}
 	if lead {
@@ -161,13 +134,7 @@ func (r *runner) mark(ctx context.Context, id int64) error {
 // hands the lead on and releases the batch.
 func (r *runner) leadMarks(ctx context.Context, lc *markCall) {
 	g := &r.marks
-	g.mu.Lock()
-	batch := g.queue
-	g.queue = nil
-	for _, c := range batch {
-		c.taken = true
-	}
-	g.mu.Unlock()
+	batch := g.take(0)
 	ids := make([]int64, len(batch))
 	for i, c := range batch {
 		ids[i] = c.id
@@ -181,20 +148,7 @@ func (r *runner) leadMarks(ctx context.Context, lc *markCall) {
 			c.err = fmt.Errorf("%w: the claim was lost (its lease ended, and another worker may take the item over)", errNotMarked)
 		}
 	}
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		next := g.queue[0]
-		next.handed = true
-		next.wake <- true
-	} else {
-		g.leading = false
-	}
-	g.mu.Unlock()
-	for _, c := range batch {
-		if c != lc {
-			c.wake <- false // (a call that left never reads it)
-		}
-	}
+	g.release(lc, batch)
 }
 
 // sqlMark commits the write marks of the listed items this Run still has

@@ -92,10 +92,14 @@ type finished struct {
 // allows. Right before each attempt it calls the Revalidate hook and, with
 // WithServiceWindow, checks the window (131047) without spending anything.
 //
-// Outcomes are recorded in batches: Run wakes when an eighth of
-// WithConcurrency's sends have finished, or all of them, or at its next
-// due instant (at the latest a third of the lease). A crash before an
-// outcome is recorded leaves the item submitted_unknown, never lost.
+// Outcomes are recorded in batches, each in the transaction that claims
+// as many items again: Run wakes when half of WithConcurrency's
+// sends have finished, or all of those in flight, or when the first
+// outcome not yet recorded has waited 50 ms (so that a slow send never
+// holds the others' records), or at its next due instant. While it is
+// busy recording, the outcomes that arrive meanwhile make up the next
+// batch. A crash before an outcome is recorded leaves the item
+// submitted_unknown, never lost and never sent again.
 //
 // Run works on any clock.Clock, including a discrete-event simulation
 // clock that offers SleepContext and Go (package simclock): it waits only
@@ -117,10 +121,13 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	o.client.Store(c)
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), cursors: map[string]string{},
-		batch: int64(max(1, o.cfg.concurrency/8))}
+		batch: int64(max(1, o.cfg.concurrency/batchOf))}
 	if err := r.register(ctx); err != nil {
 		return err
 	}
+	lctx, stopLinger := context.WithCancel(context.WithoutCancel(ctx))
+	r.lingerCtx = lctx
+	defer stopLinger()
 	o.addRunner(r)
 	defer r.leave(context.WithoutCancel(ctx))
 	defer o.removeRunner(r)
@@ -140,6 +147,12 @@ type runner struct {
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
 	foldAt   time.Time // Postgres: when to fold the counters' deltas next
 
+	// The time bound on a batch (linger): the first outcome that arrives
+	// while none waits starts a timer that wakes Run after lingerFor.
+	lingering atomic.Bool     // a timer runs for the outcomes waiting in done
+	lingerGen atomic.Uint64   // counts collects: a timer started before the last one is void
+	lingerCtx context.Context // ended when Run returns: the timers stop
+
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
 	uncertain  []any      // keys a failed claim transaction may have claimed
@@ -156,6 +169,24 @@ type runner struct {
 	awake   chan struct{}      // closed once the current sleep has ended
 	pending bool               // a signal came while not sleeping
 }
+
+// batchOf and lingerFor shape Run's batches: Run wakes to record the
+// outcomes of its sends (and claim as many items again, in one
+// transaction) once 1/batchOf of WithConcurrency's sends have ended, or
+// all of those in flight, or lingerFor after the first of them ended. A
+// transaction of the floor's carries 100 rows; with an eighth of 64 sends
+// Run's carried 13 to 27 messages, with half 26 to 33, and the begin, the
+// commit, the wake-up and the pages each transaction writes are paid for
+// that many (BENCHMARKS.md). Half the sends stay in flight meanwhile. The
+// bound keeps a slow send from holding the others' records (and their
+// lanes' next items, and their slots) for long; 50 ms is well under a
+// request's round trip to Meta, and lets a batch fill at 1,000 msg/s (10
+// ms cut a simulated campaign's batches to 10 messages, a quarter more
+// CPU).
+const (
+	batchOf   = 2
+	lingerFor = 50 * time.Millisecond
+)
 
 // goer is implemented by clocks that must know of every goroutine taking
 // part in a simulation (simclock): Run starts its sends with it.
@@ -321,8 +352,34 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 	}
 	r.start(sendCtx, items)
 	// A full pick may have left due lanes unpicked, even if the picked
-	// ones were held or dropped rather than sent: pick again at once.
-	return picked == free, nil
+	// ones were held or dropped rather than sent: with slots left free,
+	// pick again at once. With every slot taken, step again at once only
+	// if a batch of outcomes is ready (they arrived during this step);
+	// otherwise wait for one (or its time bound).
+	return (picked == free && len(items) < free) || r.ready(), nil
+}
+
+// ready reports whether a batch of outcomes waits to be recorded: a
+// batch's worth, or every send in flight.
+func (r *runner) ready() bool {
+	n := int64(len(r.done))
+	return n > 0 && (n >= r.batch || n >= r.flying.Load())
+}
+
+// linger starts the time bound of the outcomes now waiting in done, unless
+// one runs: after lingerFor, it wakes Run if they still wait. (A timer
+// whose outcomes were taken meanwhile wakes no one: it would cut the next
+// batch short.)
+func (r *runner) linger(spawn func(func())) {
+	if !r.lingering.CompareAndSwap(false, true) {
+		return
+	}
+	gen := r.lingerGen.Load()
+	spawn(func() {
+		if clockwait.Sleep(r.lingerCtx, r.o.cfg.clock, lingerFor) == nil && r.lingerGen.Load() == gen && len(r.done) > 0 {
+			r.signal()
+		}
+	})
 }
 
 // collect takes the sends that have finished, without waiting, and the
@@ -330,6 +387,10 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 func (r *runner) collect() []finished {
 	fs := r.unrecorded
 	r.unrecorded = nil
+	// Before taking them: the time bounds started so far are void, and an
+	// outcome that arrives after this starts one of its own (linger).
+	r.lingerGen.Add(1)
+	r.lingering.Store(false)
 	for {
 		select {
 		case f := <-r.done:
@@ -801,9 +862,11 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 			}
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
-			// else is in flight.
-			if n := int64(len(r.done)); n >= r.batch || n >= r.flying.Load() {
+			// else is in flight; otherwise within lingerFor.
+			if r.ready() {
 				r.signal()
+			} else {
+				r.linger(spawn)
 			}
 		})
 	}
