@@ -12,7 +12,7 @@ import (
 // figuresBySort is the model of lateness.figures: the definition written
 // out with both sample sets sorted whole (as figures was first written),
 // the write quantile read at its rank and every sorted check tried as the
-// tolerance from the last one within half an interval on.
+// tolerance from the last one within the least tolerance on.
 func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
 	checks, writes := make([]int64, r.n), make([]int64, r.n)
 	for i, s := range r.s[:r.n] {
@@ -29,15 +29,21 @@ func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance,
 	spread := func(stretch time.Duration) time.Duration {
 		return time.Duration(float64(stretch) / f)
 	}
-	best, bestCost := half, math.Inf(1)
+	// The least tolerance: minTolerance, or half an interval when that
+	// is longer or when minTolerance needs more than maxMargin.
+	lo := half
+	if minTolerance > half && spread(minTolerance+w-half) <= maxMargin {
+		lo = minTolerance
+	}
+	best, bestCost := lo, math.Inf(1)
 	later := r.n
-	for later > 0 && time.Duration(checks[r.n-later]) <= half {
+	for later > 0 && time.Duration(checks[r.n-later]) <= lo {
 		later--
 	}
 	for k := r.n - later - 1; k < r.n; k++ {
-		tau := half
+		tau := lo
 		if k >= 0 {
-			tau = max(time.Duration(checks[k]), half)
+			tau = max(time.Duration(checks[k]), lo)
 		}
 		for later > 0 && time.Duration(checks[r.n-later]) <= tau {
 			later--

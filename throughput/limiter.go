@@ -227,10 +227,11 @@ type Limiter struct {
 	eventEnd      int64 // the end of the hold of the current 130429 event
 	lastEvent     int64 // when the latest 130429 event began
 	margin        time.Duration
-	share         float64  // of the bucket's slots, when margin was applied (see ObserveSend)
-	looseTolAt    int64    // when a pending higher tolerance may apply (0: none)
-	looseMarginAt int64    // when a pending lower margin may apply (0: none)
-	late          lateness // recent lateness, see ObserveSend (8 KiB: last)
+	share         float64       // of the bucket's slots, when margin was applied (see ObserveSend)
+	looseTolAt    int64         // when a pending higher tolerance may apply (0: none)
+	looseTol      time.Duration // the highest it may then be
+	looseMarginAt int64         // when a pending lower margin may apply (0: none)
+	late          lateness      // recent lateness, see ObserveSend (8 KiB: last)
 }
 
 // New returns a Limiter for a number allowed mps messages per second
@@ -296,7 +297,14 @@ func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
 	l.interval0 = intervalOf(r)
 	if l.late.n == 0 {
-		l.tolerance.Store(int64(l.interval0 / 2))
+		// No lateness seen yet: the least tolerance, and the margin
+		// that covers it (see figures).
+		tol := l.interval0 / 2
+		if !l.opts.fixed {
+			tol = max(tol, minTolerance)
+			l.margin = roundMargin(tol - l.interval0/2)
+		}
+		l.tolerance.Store(int64(tol))
 		l.share = 1
 	}
 	l.cover.Store(int64(l.interval0/2 + time.Duration(float64(l.margin)*l.share)))
