@@ -177,7 +177,7 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 	if tol := lim.Tolerance(); tol != 20*time.Millisecond {
 		t.Fatalf("tolerance %v once the first slot had its second, want the 20 ms first wanted", tol)
 	}
-	now = feed(now, 256, 60*time.Millisecond)
+	feed(now, 256, 60*time.Millisecond)
 	if tol := lim.Tolerance(); tol != 20*time.Millisecond {
 		t.Fatalf("tolerance %v before the slot at +%v had its second, want 20 ms", tol, last.Sub(t0))
 	}
