@@ -164,21 +164,22 @@ func (r *lateness) checksAbove(half time.Duration) []int64 {
 }
 
 // figures returns the tolerance and margin for an interval T from the
-// samples: the write's 99th percentile w, and the tolerance that costs
+// samples, with the write's 99th percentile w: the tolerance that costs
 // least, where a tolerance tau costs the share of checks later than it
 // (each takes a new slot, and its old one passed unused), weighed by the
 // share f of the bucket's slots this Limiter takes (1 without a Store),
 // plus the stretch it needs, max(0, tau + w - T/2), as a share of a
 // second. The margin is that stretch divided by f (see the package's
-// notes on write-time pacing), capped at maxMargin; f is returned too.
+// notes on write-time pacing), capped at maxMargin; f and w are returned
+// too.
 //
 // The candidates are the least tolerance (the larger of T/2 and
 // minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin)
 // and each check later than it, in ascending order; a candidate whose
 // stretch is beyond maxMargin ends the search (when the least's is, the
 // answer is the least and the margin maxMargin).
-func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
-	w := r.writeQuantile()
+func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64, w time.Duration) {
+	w = r.writeQuantile()
 	half := interval / 2
 	f = 1
 	if shared {
@@ -210,7 +211,7 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f
+	return best, roundMargin(spread(max(best+w-half, 0))), f, w
 }
 
 // roundMargin rounds a margin up to a step, and caps it.
@@ -252,8 +253,8 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !l.late.add(slot.UnixNano(), checked.Sub(slot), write) {
 		return
 	}
-	tol, margin, f := l.late.figures(l.interval0, l.opts.store != nil)
-	l.retune(checked.UnixNano(), tol, margin, f)
+	tol, margin, f, w := l.late.figures(l.interval0, l.opts.store != nil)
+	l.retune(checked.UnixNano(), tol, margin, f, w)
 }
 
 // retune moves the tolerance and the margin towards tol and margin (a
@@ -269,14 +270,16 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 //   - a higher tolerance applies once it has been wanted that long, and
 //     then at most the one wanted first (the margin raised then covers it,
 //     and has not fallen since: a fall voids the rise);
-//   - a lower tolerance alone is not applied: the margin in force still
-//     covers the tolerance in force, and a lower one would only give more
-//     slots back. (At 10,000 msg/s the samples span 25 ms: a tolerance
-//     that fell with every calm 25 ms, and rose only after a second, sat
-//     below the lateness of most sends, each of which gave its slot back.)
+//   - a lower tolerance alone applies only when the margin in force does
+//     not cover the tolerance in force (with the write quantile w and
+//     share f now: after a change of the interval, SetMPSAt or the
+//     adaptive rate); otherwise it would only give more slots back. (At
+//     10,000 msg/s the samples span 25 ms: a tolerance that fell with
+//     every calm 25 ms, and rose only after a second, sat below the
+//     lateness of most sends, each of which gave its slot back.)
 //
 // Called with l.mu held.
-func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64) {
+func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w time.Duration) {
 	settled := sat.Add(l.lastSlot.Load(), int64(time.Second))
 	cur := time.Duration(l.tolerance.Load())
 	switch {
@@ -295,6 +298,10 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64) {
 		cur = min(cur, tol)
 		l.tolerance.Store(int64(cur))
 		l.looseTolAt = 0 // a rise wanted under the higher margin is void
+	}
+	if tol < cur && roundMargin(time.Duration(float64(cur+w-l.interval0/2)/share)) > l.margin {
+		cur = tol // not covered: the margin was set for another interval
+		l.tolerance.Store(int64(cur))
 	}
 	switch {
 	case tol <= cur:

@@ -309,3 +309,31 @@ func TestLateWritePausesTheNumber(t *testing.T) {
 		t.Fatalf("a send after the late write at +%v, want after the pause", r.TimeToAct().Sub(t0))
 	}
 }
+
+// TestToleranceCoveredAfterAnUpgrade: a number paced at 80 msg/s
+// (tolerance half of 12.7 ms, no margin) upgraded to 1,000 msg/s: at the
+// next recomputation the tolerance the margin in force no longer covers
+// falls at once (it does not wait for the margin, which rises), to the
+// least tolerance, covered by the margin.
+func TestToleranceCoveredAfterAnUpgrade(t *testing.T) {
+	t.Parallel()
+	lim := throughput.New(throughput.Default)
+	at := t0
+	for range 256 {
+		lim.ObserveSend(at, at.Add(time.Millisecond), at.Add(time.Millisecond))
+		at = at.Add(13 * time.Millisecond)
+	}
+	if tol, m := lim.Tolerance(), lim.Margin(); tol != 6329113 || m != 0 {
+		t.Fatalf("at 80 msg/s: tolerance %v, margin %v; want half an interval and none", tol, m)
+	}
+	if err := lim.SetMPSAt(at, throughput.Upgraded); err != nil {
+		t.Fatal(err)
+	}
+	for range 32 {
+		lim.ObserveSend(at, at.Add(time.Millisecond), at.Add(time.Millisecond))
+		at = at.Add(time.Millisecond)
+	}
+	if tol, m := lim.Tolerance(), lim.Margin(); tol != 5*time.Millisecond || m != 5*time.Millisecond {
+		t.Fatalf("at 1,000 msg/s: tolerance %v, margin %v; want 5 ms and 5 ms", tol, m)
+	}
+}
