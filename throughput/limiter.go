@@ -300,9 +300,12 @@ func (l *Limiter) applyLocked(t int64) {
 	l.interval0 = intervalOf(r)
 	if l.late.n == 0 {
 		// No lateness seen yet: the least tolerance, and the margin
-		// that covers it (see figures).
+		// that covers it (see figures). With a Store, half an interval
+		// and no margin: the margin a tolerance needs depends on the
+		// share of the slots this Limiter takes, which only its samples
+		// tell.
 		tol := l.interval0 / 2
-		if !l.opts.fixed {
+		if !l.opts.fixed && l.opts.store == nil {
 			tol = max(tol, minTolerance)
 			l.margin = roundMargin(tol - l.interval0/2)
 		}

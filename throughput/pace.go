@@ -319,7 +319,10 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w ti
 // half the bucket's interval at least, and at least 5 ms (the margin then
 // covers the difference: at 1,000 msg/s a new Limiter has a margin of
 // 5 ms), more when the recent lateness observed with ObserveSend is
-// larger (see Margin). With [WithHeadroom] it is half an interval.
+// larger (see Margin). With [WithHeadroom] it is half an interval; with
+// [WithStore] it starts at half an interval, until the sends observed
+// tell the share of the slots the Limiter takes, which the margin for 5 ms
+// depends on.
 func (l *Limiter) Tolerance() time.Duration {
 	l.init()
 	return time.Duration(l.tolerance.Load())

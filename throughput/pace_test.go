@@ -201,8 +201,8 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 
 // TestLeastTolerance: a new Limiter's tolerance is half an interval, or
 // 5 ms when that is longer, and its margin covers the difference (rounded
-// up to the millisecond); with a fixed headroom it is half an interval
-// and no margin. The stretched interval spaces the slots accordingly.
+// up to the millisecond); with a fixed headroom, or with a store (its
+// share of the slots unknown yet), it is half an interval and no margin. The stretched interval spaces the slots accordingly.
 func TestLeastTolerance(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -217,6 +217,9 @@ func TestLeastTolerance(t *testing.T) {
 		{throughput.Upgraded, nil, 5 * time.Millisecond, 5 * time.Millisecond},
 		{10_000, nil, 5 * time.Millisecond, 5 * time.Millisecond},
 		{10_000, []throughput.Option{throughput.WithHeadroom(0)}, 50505, 0},
+		// With a store the share of the slots is unknown until sends are
+		// observed: half an interval, no margin.
+		{throughput.Upgraded, []throughput.Option{throughput.WithStore(throughputstore.NewMemoryStore(nil), "n")}, 505050, 0},
 	} {
 		lim := throughput.New(tc.mps, tc.opts...)
 		if tol, m := lim.Tolerance(), lim.Margin(); tol != tc.tol || m != tc.margn {

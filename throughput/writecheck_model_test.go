@@ -7,19 +7,21 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 	"pgregory.net/rapid"
 )
 
-// senderModel is a model of cloudapi's sender around one Limiter, written
-// from the write-time check's contract (see throughput's notes on
-// write-time pacing), not from its code: senders goroutines each reserve
-// a slot, wake at it (late by the scheduler's jitter, or by a stall of the
-// whole process), check (a check later than Tolerance gives the slot back
-// and reserves again; one met by a hold waits it out and reserves after
-// it), and write (late by a little, or by a stall after the check), which
-// is observed; then the next message. The writes are the arrivals.
+// senderModel is a model of cloudapi's sender around one Limiter (or a
+// few sharing a store, one per process), written from the write-time
+// check's contract (see throughput's notes on write-time pacing), not
+// from its code: senders goroutines each reserve a slot, wake at it (late
+// by the scheduler's jitter, or by a stall of the whole process), check
+// (a check later than Tolerance gives the slot back and reserves again;
+// one met by a hold waits it out and reserves after it), and write (late
+// by a little, or by a stall after the check), which is observed; then
+// the next message. The writes are the arrivals.
 type senderModel struct {
-	lim    *throughput.Limiter
+	lims   []*throughput.Limiter // sender i uses lims[i % len(lims)]
 	events eventQueue
 	stalls [][2]time.Time // the process runs nothing within [from, to)
 	wake   func() time.Duration
@@ -63,7 +65,7 @@ func (m *senderModel) run(t time.Time) time.Time {
 
 // reserve takes a slot asked at t and schedules the sender's check.
 func (m *senderModel) reserve(sender int, t time.Time) {
-	r := m.lim.ReserveN(t, 1)
+	r := m.lims[sender%len(m.lims)].ReserveN(t, 1)
 	slot := r.TimeToAct()
 	heap.Push(&m.events, simEvent{at: m.run(slot.Add(m.wake())), sender: sender, slot: slot, r: r})
 }
@@ -76,8 +78,9 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 	begun := senders
 	for m.events.Len() > 0 {
 		e := heap.Pop(&m.events).(simEvent)
+		lim := m.lims[e.sender%len(m.lims)]
 		if !e.checked.IsZero() { // the write
-			m.lim.ObserveSend(e.slot, e.checked, e.at)
+			lim.ObserveSend(e.slot, e.checked, e.at)
 			m.arrivals = append(m.arrivals, e.at)
 			if begun < n {
 				begun++
@@ -90,14 +93,14 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 			panic("the model sends nothing: every check is late")
 		}
 		now := e.at
-		if h := m.lim.HeldUntil(); h.After(now) {
+		if h := lim.HeldUntil(); h.After(now) {
 			e.r.CancelAt(e.slot)
 			m.reserve(e.sender, m.run(h))
 			continue
 		}
-		if now.Sub(e.slot) > m.lim.Tolerance() {
+		if now.Sub(e.slot) > lim.Tolerance() {
 			m.late++
-			m.lim.ObserveSend(e.slot, now, time.Time{})
+			lim.ObserveSend(e.slot, now, time.Time{})
 			e.r.CancelAt(e.slot)
 			m.reserve(e.sender, now)
 			continue
@@ -112,7 +115,8 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 // (jitter up to 5 ms, one check in 3 to 50 late by up to 300 ms, stalls of the
 // whole process, writes late after the check), the arrivals the write-time
 // check lets through hold at most PerSecond() in every closed second, at
-// 80, 1,000 and 10,000 msg/s with 1 to 64 senders.
+// 80, 1,000 and 10,000 msg/s with 1 to 64 senders, through one Limiter or
+// two or three sharing a store.
 func TestWriteCheckKeepsEverySecond(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -124,7 +128,16 @@ func TestWriteCheckKeepsEverySecond(t *testing.T) {
 		writeLateEvery := rapid.IntRange(0, 200).Draw(t, "writeLateEvery")
 		seconds := 1.5
 		n := int(seconds * float64(mps))
-		m := &senderModel{lim: throughput.New(mps)}
+		// One Limiter, or one per process sharing a store (the
+		// senders spread over them).
+		m := &senderModel{lims: []*throughput.Limiter{throughput.New(mps)}}
+		if procs := rapid.IntRange(1, 3).Draw(t, "processes"); procs > 1 {
+			store := throughputstore.NewMemoryStore(nil)
+			m.lims = nil
+			for range procs {
+				m.lims = append(m.lims, throughput.New(mps, throughput.WithStore(store, "n")))
+			}
+		}
 		for range rapid.IntRange(0, 5).Draw(t, "stalls") {
 			from := t0.Add(time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "stallFrom")))
 			d := time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(100*time.Millisecond)).Draw(t, "stallFor"))
@@ -154,9 +167,9 @@ func TestWriteCheckKeepsEverySecond(t *testing.T) {
 		if len(arrivals) != n {
 			t.Fatalf("%d arrivals of %d", len(arrivals), n)
 		}
-		if got := maxInWindow(arrivals, time.Second); got > m.lim.PerSecond() {
-			t.Fatalf("%d arrivals in a closed second, limit %d (tolerance %v, margin %v, %d of %d checks late)",
-				got, m.lim.PerSecond(), m.lim.Tolerance(), m.lim.Margin(), m.late, m.checks)
+		if got := maxInWindow(arrivals, time.Second); got > m.lims[0].PerSecond() {
+			t.Fatalf("%d arrivals in a closed second, limit %d (%d Limiters; the first's tolerance %v, margin %v; %d of %d checks late)",
+				got, m.lims[0].PerSecond(), len(m.lims), m.lims[0].Tolerance(), m.lims[0].Margin(), m.late, m.checks)
 		}
 	})
 }
