@@ -53,7 +53,10 @@ func TestDefaultTransportKeepsConnections(t *testing.T) {
 	for r := 1; r <= 3; r++ {
 		round(r)
 	}
-	if more := dialled.Load() - first; more > inFlight/8 {
-		t.Errorf("%d connections dialled by the first round of %d requests in flight, %d more by the next three: want the first round's reused", first, inFlight, more)
+	// The rounds need not be equally concurrent (a round whose first
+	// requests end before its last start needs fewer connections), so
+	// the bound is on all four: about one round's, not one per request.
+	if all := dialled.Load(); all > inFlight+inFlight/8 {
+		t.Errorf("%d connections dialled for 4 rounds of %d requests in flight (%d by the first): want about one round's, reused", all, inFlight, first)
 	}
 }

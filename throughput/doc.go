@@ -38,7 +38,8 @@
 // the limit: a bucket whose burst equals its rate admits almost twice the
 // rate within one second. Limiter uses a burst of 1 % (at least one) and a rate of the rest
 // of the per-second figure, so the sustained rate is 98.75 % of it at 80,
-// 99 % at 1,000, and at least 95 % for any figure of 20 and up.
+// 99 % at 1,000 (98.5 % with the 5 ms margin a Limiter starts with above
+// 100 msg/s, see below), and at least 95 % for any figure of 20 and up.
 //
 // After Meta refuses a send for the whole number, the Limiter holds only
 // that number, for the schedule the caller gives it: errcodes is the one
@@ -63,8 +64,10 @@
 // slot back and takes a new one; [Limiter.Margin] stretches the bucket's
 // second so that sends whose lateness differs by up to the margin plus one
 // interval still fit one second at Meta. Both follow recent lateness (per
-// Limiter, in memory): on an idle machine the margin is 0, under load it
-// grows. Limiters sharing a [throughputstore.Store] each stretch their own slots by their
+// Limiter, in memory): the tolerance is at least half an interval and at
+// least 5 ms (Go's timers wake a sender up to a millisecond late), so on
+// an idle machine the margin is 0 at up to 100 msg/s and about 5 ms above;
+// under load both grow. Limiters sharing a [throughputstore.Store] each stretch their own slots by their
 // margin divided by their share of the number's slots, so that together
 // they stay under the figure whatever each one's lateness. A write later
 // than the margin covers pauses the number for the excess, so that the

@@ -12,15 +12,15 @@ import (
 // figuresBySort is the model of lateness.figures: the definition written
 // out with both sample sets sorted whole (as figures was first written),
 // the write quantile read at its rank and every sorted check tried as the
-// tolerance from the last one within half an interval on.
-func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
+// tolerance from the last one within the least tolerance on.
+func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64, w time.Duration) {
 	checks, writes := make([]int64, r.n), make([]int64, r.n)
 	for i, s := range r.s[:r.n] {
 		checks[i], writes[i] = s.check, s.write
 	}
 	slices.Sort(checks)
 	slices.Sort(writes)
-	w := time.Duration(writes[r.n*writeRank/lateSamples])
+	w = time.Duration(writes[r.n*writeRank/lateSamples])
 	half := interval / 2
 	f = 1
 	if shared {
@@ -29,15 +29,21 @@ func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance,
 	spread := func(stretch time.Duration) time.Duration {
 		return time.Duration(float64(stretch) / f)
 	}
-	best, bestCost := half, math.Inf(1)
+	// The least tolerance: minTolerance, or half an interval when that
+	// is longer or when minTolerance needs more than maxMargin.
+	lo := half
+	if minTolerance > half && spread(minTolerance+w-half) <= maxMargin {
+		lo = minTolerance
+	}
+	best, bestCost := lo, math.Inf(1)
 	later := r.n
-	for later > 0 && time.Duration(checks[r.n-later]) <= half {
+	for later > 0 && time.Duration(checks[r.n-later]) <= lo {
 		later--
 	}
 	for k := r.n - later - 1; k < r.n; k++ {
-		tau := half
+		tau := lo
 		if k >= 0 {
-			tau = max(time.Duration(checks[k]), half)
+			tau = max(time.Duration(checks[k]), lo)
 		}
 		for later > 0 && time.Duration(checks[r.n-later]) <= tau {
 			later--
@@ -50,7 +56,7 @@ func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance,
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f
+	return best, roundMargin(spread(max(best+w-half, 0))), f, w
 }
 
 // TestFiguresMatchTheModel: figures (a selection of the write quantile,
@@ -77,10 +83,10 @@ func TestFiguresMatchTheModel(t *testing.T) {
 			r.add(slot, draw("check"), draw("write"))
 		}
 		shared := rapid.Bool().Draw(t, "shared")
-		tol, margin, f := r.figures(interval, shared)
-		wantTol, wantMargin, wantF := figuresBySort(&r, interval, shared)
-		if tol != wantTol || margin != wantMargin || f != wantF {
-			t.Fatalf("figures = %v, %v, %v; model %v, %v, %v", tol, margin, f, wantTol, wantMargin, wantF)
+		tol, margin, f, w := r.figures(interval, shared)
+		wantTol, wantMargin, wantF, wantW := figuresBySort(&r, interval, shared)
+		if tol != wantTol || margin != wantMargin || f != wantF || w != wantW {
+			t.Fatalf("figures = %v, %v, %v, %v; model %v, %v, %v, %v", tol, margin, f, w, wantTol, wantMargin, wantF, wantW)
 		}
 	})
 }

@@ -26,10 +26,17 @@ import (
 // tolerance tau therefore needs a margin of max(0, tau + w - T/2), w a
 // recent 99th percentile of the time from the check to the bytes being
 // out: half an interval is left for what the sender cannot see (the
-// network, the far end). The tolerance is at least T/2 and otherwise the
-// one that costs least: the share of recent checks later than it (each
-// takes a new slot, and its old slot passed unused) plus its margin as a
-// share of a second. Lateness comes in stalls (a process not scheduled for
+// network, the far end). The tolerance is at least T/2, and at least
+// minTolerance (5 ms) unless the margin that needs is beyond maxMargin,
+// and otherwise the one that costs least: the share of recent checks later
+// than it (each takes a new slot, and its old slot passed unused) plus its
+// margin as a share of a second. The 5 ms are what a sender waiting on
+// Go's timers cannot avoid: an idle Go process sleeps in whole
+// milliseconds (Linux's epoll_wait), so a timer wakes up to a millisecond
+// late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2 = 50 µs)
+// half an interval gave most slots back, each re-slot leaving its slot
+// unused, and the number delivered 60 % of its figure. A margin of 5 ms
+// costs half a percent. Lateness comes in stalls (a process not scheduled for
 // 100 ms makes every send due in that time late together): re-slotting
 // those costs the stall once, where a margin as long as the stall would
 // cost it in every second. On an idle machine every check is within T/2,
@@ -57,12 +64,13 @@ import (
 // excess (ObserveSend): the sends after it then shift by that much
 // instead of arriving bunched with it.
 const (
-	lateSamples = 256
-	lateEvery   = 32
-	writeRank   = lateSamples - 1 - lateSamples/100 // the 99th percentile
-	maxMargin   = 250 * time.Millisecond
-	marginStep  = time.Millisecond // the margin moves in steps, so that the interval changes seldom
-	minShare    = 0.01             // the least share of the slots a Limiter assumes it has
+	lateSamples  = 256
+	lateEvery    = 32
+	writeRank    = lateSamples - 1 - lateSamples/100 // the 99th percentile
+	maxMargin    = 250 * time.Millisecond
+	minTolerance = 5 * time.Millisecond
+	marginStep   = time.Millisecond // the margin moves in steps, so that the interval changes seldom
+	minShare     = 0.01             // the least share of the slots a Limiter assumes it has
 )
 
 // lateness is a ring of recent lateness samples.
@@ -156,19 +164,22 @@ func (r *lateness) checksAbove(half time.Duration) []int64 {
 }
 
 // figures returns the tolerance and margin for an interval T from the
-// samples: the write's 99th percentile w, and the tolerance that costs
+// samples, with the write's 99th percentile w: the tolerance that costs
 // least, where a tolerance tau costs the share of checks later than it
 // (each takes a new slot, and its old one passed unused), weighed by the
 // share f of the bucket's slots this Limiter takes (1 without a Store),
 // plus the stretch it needs, max(0, tau + w - T/2), as a share of a
 // second. The margin is that stretch divided by f (see the package's
-// notes on write-time pacing), capped at maxMargin; f is returned too.
+// notes on write-time pacing), capped at maxMargin; f and w are returned
+// too.
 //
-// The candidates are T/2 and each check later than it, in ascending
-// order; a candidate whose stretch is beyond maxMargin ends the search
-// (when T/2's is, the answer is T/2 and the margin maxMargin).
-func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64) {
-	w := r.writeQuantile()
+// The candidates are the least tolerance (the larger of T/2 and
+// minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin)
+// and each check later than it, in ascending order; a candidate whose
+// stretch is beyond maxMargin ends the search (when the least's is, the
+// answer is the least and the margin maxMargin).
+func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64, w time.Duration) {
+	w = r.writeQuantile()
 	half := interval / 2
 	f = 1
 	if shared {
@@ -177,11 +188,15 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 	spread := func(stretch time.Duration) time.Duration {
 		return time.Duration(float64(stretch) / f)
 	}
-	late := r.checksAbove(half)
-	best, bestCost := half, math.Inf(1)
+	lo := max(half, minTolerance)
+	if spread(max(lo+w-half, 0)) > maxMargin {
+		lo = half
+	}
+	late := r.checksAbove(lo)
+	best, bestCost := lo, math.Inf(1)
 	later := len(late)                // checks later than tau
-	for j := -1; j < len(late); j++ { // tau = half, then each late check
-		tau := half
+	for j := -1; j < len(late); j++ { // tau = lo, then each late check
+		tau := lo
 		if j >= 0 {
 			tau = time.Duration(late[j])
 		}
@@ -196,7 +211,7 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f
+	return best, roundMargin(spread(max(best+w-half, 0))), f, w
 }
 
 // roundMargin rounds a margin up to a step, and caps it.
@@ -238,49 +253,76 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !l.late.add(slot.UnixNano(), checked.Sub(slot), write) {
 		return
 	}
-	tol, margin, f := l.late.figures(l.interval0, l.opts.store != nil)
-	l.retune(checked.UnixNano(), tol, margin, f)
+	tol, margin, f, w := l.late.figures(l.interval0, l.opts.store != nil)
+	l.retune(checked.UnixNano(), tol, margin, f, w)
 }
 
-// retune moves the tolerance and the margin towards tol and margin at t,
-// in the safe order: a stricter figure (a lower tolerance, a higher
-// margin) applies at once; a looser one only once every slot handed out
+// retune moves the tolerance and the margin towards tol and margin (a
+// pair from figures: margin covers tol) at t, in the safe order: a higher
+// margin applies at once; a looser figure only once every slot handed out
 // under the stricter one has gone and its second has passed (the latest
 // slot plus 1 s), so that no second at Meta holds sends let late by one
-// figure and spaced by the other. Called with l.mu held.
-func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64) {
+// figure and spaced by the other:
+//
+//   - a lower margin applies once it has been wanted that long (a want of
+//     a margin as high or higher starts the wait again), and the tolerance
+//     falls with it, to tol at most;
+//   - a higher tolerance applies once it has been wanted that long, and
+//     then at most the one wanted first (the margin raised then covers it,
+//     and has not fallen since: a fall voids the rise);
+//   - a lower tolerance alone applies only when the margin in force does
+//     not cover the tolerance in force (with the write quantile w and
+//     share f now: after a change of the interval, SetMPSAt or the
+//     adaptive rate); otherwise it would only give more slots back. (At
+//     10,000 msg/s the samples span 25 ms: a tolerance that fell with
+//     every calm 25 ms, and rose only after a second, sat below the
+//     lateness of most sends, each of which gave its slot back.)
+//
+// Called with l.mu held.
+func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w time.Duration) {
 	settled := sat.Add(l.lastSlot.Load(), int64(time.Second))
 	cur := time.Duration(l.tolerance.Load())
 	switch {
-	case tol <= cur:
-		l.tolerance.Store(int64(tol))
-		l.looseTolAt = 0
-	case l.looseTolAt == 0:
-		l.looseTolAt = settled
-	case t >= l.looseTolAt:
-		l.tolerance.Store(int64(tol))
-		l.looseTolAt = 0
-	}
-	apply := false
-	switch {
 	case margin >= l.margin:
-		apply, l.looseMarginAt = margin != l.margin, 0
+		if margin != l.margin {
+			l.margin, l.share = margin, share
+			l.applyLocked(t)
+		}
+		l.looseMarginAt = 0
 	case l.looseMarginAt == 0:
 		l.looseMarginAt = settled
 	case t >= l.looseMarginAt:
-		apply, l.looseMarginAt = true, 0
-	}
-	if apply {
 		l.margin, l.share = margin, share
 		l.applyLocked(t)
+		l.looseMarginAt = 0
+		cur = min(cur, tol)
+		l.tolerance.Store(int64(cur))
+		l.looseTolAt = 0 // a rise wanted under the higher margin is void
+	}
+	if tol < cur && roundMargin(time.Duration(float64(cur+w-l.interval0/2)/share)) > l.margin {
+		cur = tol // not covered: the margin was set for another interval
+		l.tolerance.Store(int64(cur))
+	}
+	switch {
+	case tol <= cur:
+	case l.looseTolAt == 0:
+		l.looseTolAt, l.looseTol = settled, tol
+	case t >= l.looseTolAt:
+		l.tolerance.Store(int64(min(tol, l.looseTol)))
+		l.looseTolAt = 0
 	}
 }
 
 // Tolerance returns how late after its slot a send may start writing: a
 // sender that finds itself later than this gives the slot back
 // ([Reservation.CancelAt] at the slot's instant) and reserves again. It is
-// half the bucket's interval at least, more when the recent lateness
-// observed with ObserveSend is larger (see Margin).
+// half the bucket's interval at least, and at least 5 ms (the margin then
+// covers the difference: at 1,000 msg/s a new Limiter has a margin of
+// 5 ms), more when the recent lateness observed with ObserveSend is
+// larger (see Margin). With [WithHeadroom] it is half an interval; with
+// [WithStore] it starts at half an interval, until the sends observed
+// tell the share of the slots the Limiter takes, which the margin for 5 ms
+// depends on.
 func (l *Limiter) Tolerance() time.Duration {
 	l.init()
 	return time.Duration(l.tolerance.Load())
@@ -289,8 +331,11 @@ func (l *Limiter) Tolerance() time.Duration {
 // Margin returns the time by which the Limiter stretches one second when
 // it spaces sends: a window of 1 s + Margin() holds at most PerSecond()
 // sends, so that sends that leave up to Margin() + one interval apart in
-// lateness still fit one second at Meta. It is 0 until ObserveSend has seen
-// lateness above half an interval, and always 0 with WithHeadroom.
+// lateness still fit one second at Meta. It covers the tolerance's excess
+// over half an interval (so it is 0 at rates up to 100 msg/s until
+// ObserveSend has seen lateness above half an interval, 5 ms less half an
+// interval, rounded up to the millisecond, at higher rates), and is
+// always 0 with WithHeadroom.
 func (l *Limiter) Margin() time.Duration {
 	l.init()
 	l.mu.Lock()

@@ -137,36 +137,102 @@ func TestMarginFollowsLateness(t *testing.T) {
 	}
 }
 
-// TestLooserFiguresWaitForTheirSecond: when lateness falls, the tolerance
-// falls at once but the margin only once the slots handed out under it
-// and their second have passed; when it rises, the margin rises at once
-// and the tolerance only after them.
+// TestLooserFiguresWaitForTheirSecond: when lateness rises, the margin
+// rises at once and the tolerance only once the slots handed out before
+// have had their second, and then only to the tolerance first wanted (the
+// one the margin raised then covers); when lateness falls, the tolerance
+// stays (the margin in force still covers it) until the margin may fall,
+// once the slots handed out under it have had their second, and both fall
+// together.
 func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 	t.Parallel()
-	lim := throughput.New(80)
-	feed := func(from time.Time, check time.Duration) time.Time {
-		for i := range 256 {
-			slot := from.Add(time.Duration(i) * 13 * time.Millisecond)
-			lim.ObserveSend(slot, slot.Add(check), slot.Add(check))
+	const least = 5 * time.Millisecond
+	lim := throughput.New(throughput.Upgraded)
+	if tol, m := lim.Tolerance(), lim.Margin(); tol != least || m != least {
+		t.Fatalf("a new Limiter at 1,000 msg/s: tolerance %v, margin %v; want 5 ms and 5 ms", tol, m)
+	}
+	// feed observes n sends from from, 1 ms apart, checked and written
+	// late by late, and returns the instant after the last.
+	feed := func(from time.Time, n int, late time.Duration) time.Time {
+		for i := range n {
+			slot := from.Add(time.Duration(i) * time.Millisecond)
+			lim.ObserveSend(slot, slot.Add(late), slot.Add(late))
 		}
-		return from.Add(256 * 13 * time.Millisecond)
+		return from.Add(time.Duration(n) * time.Millisecond)
 	}
-	now := feed(t0, 20*time.Millisecond)
-	if lim.Margin() == 0 {
-		t.Fatal("no margin after 20 ms of lateness")
+	last := lim.ReserveN(t0, 1).TimeToAct() // a slot under the 5 ms margin
+	now := feed(t0, 256, 20*time.Millisecond)
+	if m := lim.Margin(); m < 20*time.Millisecond {
+		t.Fatalf("margin %v after 20 ms of lateness, want at least 20 ms at once", m)
 	}
-	last := lim.ReserveN(now, 1).TimeToAct() // a slot under the high margin
-	high := lim.Margin()
-	now = feed(now, 0)
-	if lim.Tolerance() > 7*time.Millisecond {
-		t.Fatalf("tolerance %v after lateness fell, want half an interval at once", lim.Tolerance())
+	if tol := lim.Tolerance(); tol != least {
+		t.Fatalf("tolerance %v before the slot at +%v had its second, want 5 ms", tol, last.Sub(t0))
 	}
-	if now.Before(last.Add(time.Second)) && lim.Margin() != high {
-		t.Fatalf("margin fell to %v before the slot at +%v had its second", lim.Margin(), last.Sub(t0))
+	feed(now, 256, 60*time.Millisecond) // later still, before the rise applies
+	if m := lim.Margin(); m < 60*time.Millisecond {
+		t.Fatalf("margin %v after 60 ms of lateness, want at least 60 ms at once", m)
 	}
-	feed(last.Add(2*time.Second), 0)
-	if lim.Margin() != 0 {
-		t.Fatalf("margin %v long after lateness fell, want 0", lim.Margin())
+	last = lim.ReserveN(last.Add(time.Second), 1).TimeToAct() // a slot under the 60 ms margin
+	now = feed(t0.Add(time.Second), 32, 60*time.Millisecond)
+	if tol := lim.Tolerance(); tol != 20*time.Millisecond {
+		t.Fatalf("tolerance %v once the first slot had its second, want the 20 ms first wanted", tol)
+	}
+	feed(now, 256, 60*time.Millisecond)
+	if tol := lim.Tolerance(); tol != 20*time.Millisecond {
+		t.Fatalf("tolerance %v before the slot at +%v had its second, want 20 ms", tol, last.Sub(t0))
+	}
+	now = feed(last.Add(time.Second), 64, 60*time.Millisecond)
+	high, highTol := lim.Margin(), lim.Tolerance()
+	if highTol != 60*time.Millisecond {
+		t.Fatalf("tolerance %v once the second slot had its second, want 60 ms", highTol)
+	}
+	// Lateness falls: nothing falls until the slots handed out under the
+	// high margin have had their second.
+	last = lim.ReserveN(now, 1).TimeToAct()
+	feed(now, 512, 0)
+	if m, tol := lim.Margin(), lim.Tolerance(); m != high || tol != highTol {
+		t.Fatalf("margin %v, tolerance %v before the slot at +%v had its second, want %v and %v", m, tol, last.Sub(t0), high, highTol)
+	}
+	feed(last.Add(time.Second), 64, 0)
+	if m, tol := lim.Margin(), lim.Tolerance(); m != least || tol != least {
+		t.Fatalf("margin %v, tolerance %v long after lateness fell, want 5 ms and 5 ms", m, tol)
+	}
+}
+
+// TestLeastTolerance: a new Limiter's tolerance is half an interval, or
+// 5 ms when that is longer, and its margin covers the difference (rounded
+// up to the millisecond); with a fixed headroom, or with a store (its
+// share of the slots unknown yet), it is half an interval and no margin. The stretched interval spaces the slots accordingly.
+func TestLeastTolerance(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mps        int
+		opts       []throughput.Option
+		tol, margn time.Duration
+	}{
+		{throughput.Coexistence, nil, 26315789, 0}, // 19/s: half of 52.6 ms
+		{throughput.Default, nil, 6329113, 0},
+		{100, nil, 5050505, 0},
+		{200, nil, 5 * time.Millisecond, 3 * time.Millisecond}, // 5 - 2.5 ms
+		{throughput.Upgraded, nil, 5 * time.Millisecond, 5 * time.Millisecond},
+		{10_000, nil, 5 * time.Millisecond, 5 * time.Millisecond},
+		{10_000, []throughput.Option{throughput.WithHeadroom(0)}, 50505, 0},
+		// With a store the share of the slots is unknown until sends are
+		// observed: half an interval, no margin.
+		{throughput.Upgraded, []throughput.Option{throughput.WithStore(throughputstore.NewMemoryStore(nil), "n")}, 505050, 0},
+	} {
+		lim := throughput.New(tc.mps, tc.opts...)
+		if tol, m := lim.Tolerance(), lim.Margin(); tol != tc.tol || m != tc.margn {
+			t.Errorf("New(%d): tolerance %v, margin %v; want %v, %v", tc.mps, tol, m, tc.tol, tc.margn)
+		}
+		// Saturated, every window of 1 s + margin holds at most PerSecond().
+		var at []time.Time
+		for range 3 * tc.mps {
+			at = append(at, lim.ReserveN(t0, 1).TimeToAct())
+		}
+		if n := maxInWindow(at, time.Second+lim.Margin()); n > lim.PerSecond() {
+			t.Errorf("New(%d): %d slots in a window of 1 s + %v, limit %d", tc.mps, n, lim.Margin(), lim.PerSecond())
+		}
 	}
 }
 
@@ -244,5 +310,33 @@ func TestLateWritePausesTheNumber(t *testing.T) {
 	}
 	if r := lim.ReserveN(wrote, 1); r.TimeToAct().Before(wrote.Add(over)) {
 		t.Fatalf("a send after the late write at +%v, want after the pause", r.TimeToAct().Sub(t0))
+	}
+}
+
+// TestToleranceCoveredAfterAnUpgrade: a number paced at 80 msg/s
+// (tolerance half of 12.7 ms, no margin) upgraded to 1,000 msg/s: at the
+// next recomputation the tolerance the margin in force no longer covers
+// falls at once (it does not wait for the margin, which rises), to the
+// least tolerance, covered by the margin.
+func TestToleranceCoveredAfterAnUpgrade(t *testing.T) {
+	t.Parallel()
+	lim := throughput.New(throughput.Default)
+	at := t0
+	for range 256 {
+		lim.ObserveSend(at, at.Add(time.Millisecond), at.Add(time.Millisecond))
+		at = at.Add(13 * time.Millisecond)
+	}
+	if tol, m := lim.Tolerance(), lim.Margin(); tol != 6329113 || m != 0 {
+		t.Fatalf("at 80 msg/s: tolerance %v, margin %v; want half an interval and none", tol, m)
+	}
+	if err := lim.SetMPSAt(at, throughput.Upgraded); err != nil {
+		t.Fatal(err)
+	}
+	for range 32 {
+		lim.ObserveSend(at, at.Add(time.Millisecond), at.Add(time.Millisecond))
+		at = at.Add(time.Millisecond)
+	}
+	if tol, m := lim.Tolerance(), lim.Margin(); tol != 5*time.Millisecond || m != 5*time.Millisecond {
+		t.Fatalf("at 1,000 msg/s: tolerance %v, margin %v; want 5 ms and 5 ms", tol, m)
 	}
 }
