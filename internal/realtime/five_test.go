@@ -257,9 +257,10 @@ func TestShortNeedsTheCPUs(t *testing.T) {
 	}{
 		{"nothing measured", 0, 1000, true},
 		{"no messages", time.Second, 0, true},
-		{"half the CPUs", perCore(0.5 * float64(cpus)), 1000, true},
-		{"just under 80 % of the CPUs", perCore(0.79 * float64(cpus)), 1000, true},
-		{"90 % of the CPUs", perCore(0.9 * float64(cpus)), 1000, false},
+		{"a third of the CPUs", perCore(float64(cpus) / 3), 1000, true},
+		{"just under half the CPUs", perCore(0.49 * float64(cpus)), 1000, true},
+		{"just over half the CPUs", perCore(0.51 * float64(cpus)), 1000, false},
+		{"80 % of the CPUs", perCore(0.8 * float64(cpus)), 1000, false},
 		{"more CPUs than there are", perCore(1.5 * float64(cpus)), 1000, false},
 	} {
 		got := short(tt.cpu, tt.n, 5000)
