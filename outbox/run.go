@@ -726,7 +726,7 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 			return err
 		}
 		it.UpdatedAt = now
-		if err := json.Unmarshal([]byte(body), &it.msg); err != nil {
+		if err := it.msg.UnmarshalJSON([]byte(body)); err != nil { // (json.Unmarshal would check the JSON twice)
 			return fmt.Errorf("item %q: stored message unreadable: %w", it.Key, err)
 		}
 		head.rest = append(head.rest, it)
