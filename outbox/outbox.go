@@ -149,12 +149,6 @@ func parseDSN(s string) (dsn, error) {
 		// 64 MiB that walk was 9 % of a million-recipient campaign's CPU.
 		v.Add("_pragma", "cache_size(-16384)")
 		v.Add("_pragma", "mmap_size(134217728)")
-		// Checkpoint the WAL into the file every 10,000 pages (40 MiB)
-		// instead of 1,000: a checkpoint copies each page once however
-		// often the WAL holds it, and the same pages (the tables' and
-		// indexes' last pages, the counters) are written by commit after
-		// commit; each checkpoint also syncs both files.
-		v.Add("_pragma", "wal_autocheckpoint(10000)")
 		v.Set("_txlock", "immediate")
 		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode(), path: path}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
@@ -214,7 +208,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 // Close leaves db open. For SQLite, give db the pragmas Open sets
 // (journal_mode(WAL), synchronous(NORMAL), busy_timeout, foreign_keys(ON),
 // temp_store(MEMORY), cache_size(-16384), mmap_size(134217728),
-// wal_autocheckpoint(10000), _txlock=immediate) and one connection
+// _txlock=immediate) and one connection
 // (db.SetMaxOpenConns(1)): SQLite has one writer, and a second connection
 // waits for the first one's locks.
 func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Outbox, error) {
