@@ -85,10 +85,11 @@ func subscriber(v uint32) int { return 10_000_000 + int(v/2)*37%89_999_999 }
 // This is how to hand a big list to the outbox: its keys (here one per
 // person) and its lanes (one per recipient) are indexed, and SQLite
 // writes a whole page of an index for every entry it adds or changes.
-// Enqueued in a random order, each recipient lands on a page of its own
-// (a million-recipient list: about four pages written per recipient,
-// between enqueue, claim and outcome); in order, the indexes grow at
-// their ends, as the items do, and a page takes many recipients.
+// Enqueued in a random order, each recipient's entries land on pages of
+// their own, at enqueue, claim and outcome (a million-recipient list:
+// 35 GB written to disk, WAL and checkpoints, against 6 GB sorted); in
+// order, the indexes grow at their ends, as the items do, and a page
+// takes many recipients.
 func (w Workload) ByRecipient() Workload {
 	w.order = slices.Clone(w.order)
 	slices.SortStableFunc(w.order, func(a, b uint32) int { return cmp.Compare(subscriber(a), subscriber(b)) })
