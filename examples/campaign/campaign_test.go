@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wapace/wapace/pairlimit"
 	"go.uber.org/goleak"
 )
 
@@ -89,4 +90,37 @@ func TestWorkloadIsCompact(t *testing.T) {
 		t.Errorf("the workload holds %.1f bytes per entry, want at most 8", per)
 	}
 	runtime.KeepAlive(w)
+}
+
+// ByRecipient holds the same entries, in the order of the recipients'
+// normalized numbers (both spellings of a person side by side), and
+// leaves the list it came from as the CRM exported it.
+func TestByRecipient(t *testing.T) {
+	w := NewWorkload(Config{Recipients: 5000, Dups: 0.1, Seed: 3})
+	first := w.At(0)
+	s := w.ByRecipient()
+	if s.Len() != w.Len() || w.At(0) != first {
+		t.Fatalf("%d entries sorted from %d; the original's first entry %q is now %q", s.Len(), w.Len(), first, w.At(0))
+	}
+	count := map[string]int{}
+	for i := range w.Len() {
+		count[w.At(i)]++
+	}
+	prev := ""
+	for i := range s.Len() {
+		count[s.At(i)]--
+		n, err := pairlimit.NormalizeRecipient(s.At(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < prev {
+			t.Fatalf("entry %d: %s after %s", i, n, prev)
+		}
+		prev = n
+	}
+	for e, c := range count {
+		if c != 0 {
+			t.Errorf("entry %q: %d more in the list than sorted", e, c)
+		}
+	}
 }

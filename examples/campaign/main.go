@@ -30,6 +30,7 @@ func run() int {
 	flag.IntVar(&cfg.Workers, "workers", 64, "sends in flight at once")
 	flag.DurationVar(&cfg.Freshness, "fresh", 30*time.Minute, "the campaign template's freshness deadline, from the start")
 	flag.StringVar(&cfg.OutboxDir, "outbox", "", "directory for the outbox's SQLite file (default: a temporary one)")
+	flag.BoolVar(&cfg.Shuffled, "shuffled", false, "enqueue the list as the CRM exported it, not sorted by recipient")
 	naive := flag.Bool("naive", true, "also run the naive sender for comparison")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile, taken as the campaign ends, to this file")
