@@ -78,3 +78,29 @@ func queryPlan(t *testing.T, o *Outbox, q string, args ...any) string {
 	}
 	return all
 }
+
+// TestBurstPlanUsesTheLiveIndex: reading a burst's items after its head
+// searches the lane's live items (outbox_items_live), never scans the
+// table: a partial index serves a query only if the query repeats the
+// index's condition, and state = 'queued' alone does not.
+func TestBurstPlanUsesTheLiveIndex(t *testing.T) {
+	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var msgs []cloudapi.Message
+	for i := range 300 {
+		msgs = append(msgs, cloudapi.Text(fmt.Sprintf("+1555%07d", i), "x"))
+	}
+	if _, err := o.EnqueueMany(t.Context(), "106540352242922", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.db.Exec(`ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	all := queryPlan(t, o, sqlBurst, "lane", "burst", 0)
+	if !strings.Contains(all, "USING INDEX outbox_items_live") || strings.Contains(all, "SCAN outbox_items") {
+		t.Fatalf("burst plan:\n%s", all)
+	}
+}

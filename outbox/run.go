@@ -691,7 +691,8 @@ var (
 	sqlSweepResend = `UPDATE OR FAIL outbox_items SET state = 'queued', resends = resends + 1,
 		due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 		AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`
-	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ? ORDER BY seq, id`
+	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ?
+		AND state IN ('queued', 'sending') ORDER BY seq, id` // (the live index's condition, repeated so that it serves)
 )
 
 // claimColumns are the columns claimed.scan reads.
