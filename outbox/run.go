@@ -625,7 +625,6 @@ var (
 	sqlSweepResend = `UPDATE OR FAIL outbox_items SET state = 'queued', resends = resends + 1,
 		due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 		AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`
-	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ? ORDER BY seq, id`
 )
 
 // claimColumns are the columns claimed.scan reads.
@@ -647,7 +646,7 @@ func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 
 // loadBurst reads the queued items of head's burst that follow it.
 func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head *claimed) error {
-	rows, err := r.o.query(ctx, tx, sqlBurst, head.lane, head.burstKey, head.id)
+	rows, err := r.o.query(ctx, tx, burstSQL(r.o.d), head.lane, head.burstKey, head.id)
 	if err != nil {
 		return err
 	}
@@ -666,6 +665,19 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 		head.rest = append(head.rest, it)
 	}
 	return rows.Err()
+}
+
+// burstSQL reads the rest of a burst whose head was picked. On Postgres
+// it locks those items as the pick locks the head: an operator's Expire
+// or another worker's sweep committed between this read and the claim
+// would otherwise be overwritten by the claim (the item sent after all),
+// and its transition recorded twice in the counters.
+func burstSQL(d dialect) string {
+	q := `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ? ORDER BY seq, id`
+	if d.postgres {
+		q += ` FOR UPDATE`
+	}
+	return q
 }
 
 // claimSQL claims the items whose ids are listed (see claimMoved).
