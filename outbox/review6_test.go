@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -97,4 +98,59 @@ func TestPostgresExpireBurstMemberDuringClaim(t *testing.T) {
 		t.Errorf("Expire refused, then b2 %v (sent: %v)", it.State, sent)
 	}
 	checkCountsByNumber(t, db, true)
+}
+
+// The upgrade of a big queue (200,000 items) to schema 6 adds a column
+// without rewriting the rows (SQLite stores the default in the schema):
+// the file does not grow, and Open takes well under a second of work
+// (logged). Skipped with -short.
+func TestUpgradeFromV5SQLiteBig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200,000 items")
+	}
+	path := copyFixture(t, "v5.db")
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", outbox.SQLiteSource(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200000
+	for _, q := range []string{
+		`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ` + fmt.Sprint(n) + `)
+		INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at)
+		SELECT 'big-' || i, i, 'lane-' || (i % 5000), '` + from + `', '+2376' || (i % 5000), 'text', '{"type":"text","text":{"body":"x"}}',
+			'queued', 1, 1, 0, 1 FROM k`,
+		`DELETE FROM outbox_counts`,
+		`INSERT INTO outbox_counts (sender, state, n) SELECT sender, state, COUNT(*) FROM outbox_items GROUP BY sender, state`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	o, err := outbox.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	defer o.Close()
+	checkCountsByNumber(t, o.DB(), false)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Open (migrating %d items): %v; file %d -> %d bytes", n, took, before.Size(), after.Size())
+	if after.Size() > before.Size()+before.Size()/20 {
+		t.Errorf("the file grew from %d to %d bytes: the rows were rewritten", before.Size(), after.Size())
+	}
 }
