@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/outbox"
@@ -152,5 +154,39 @@ func TestUpgradeFromV5SQLiteBig(t *testing.T) {
 	t.Logf("Open (migrating %d items): %v; file %d -> %d bytes", n, took, before.Size(), after.Size())
 	if after.Size() > before.Size()+before.Size()/20 {
 		t.Errorf("the file grew from %d to %d bytes: the rows were rewritten", before.Size(), after.Size())
+	}
+}
+
+// On Postgres the acceptances (recorded by their own statement since
+// schema 6, not by the trigger) still notify the other workers that a
+// lane is free: a listener sees a notification after the enqueues', from
+// Run's acceptances alone (a claim notifies nothing).
+func TestPostgresAcceptanceNotifies(t *testing.T) {
+	dsn := requirePostgres(t)
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	for i := range 3 {
+		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN wapace_outbox"); err != nil {
+		t.Fatal(err)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
+	runDrain(t, o, newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs))))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := conn.WaitForNotification(wctx); err != nil {
+		t.Fatalf("no notification after the acceptances: %v", err)
 	}
 }
