@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,98 @@ func TestPostgresAcceptanceNotifies(t *testing.T) {
 	defer cancel()
 	if _, err := conn.WaitForNotification(wctx); err != nil {
 		t.Fatalf("no notification after the acceptances: %v", err)
+	}
+}
+
+// A claim whose history cannot be written (the statement after its
+// UPDATE fails; SQLite) is rolled back whole: no item left sending, the
+// counters equal a recount, and once the fault is gone everything is
+// sent with one history row per transition.
+func TestClaimRolledBackWhenItsHistoryFails(t *testing.T) {
+	o, _ := openSQLite(t)
+	ctx := t.Context()
+	for i := range 5 {
+		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := o.DB()
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER fault BEFORE INSERT ON outbox_history WHEN new.state = 'sending'
+		BEGIN SELECT RAISE(FAIL, 'injected fault'); END`); err != nil {
+		t.Fatal(err)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	rerr := o.Run(rctx, c)
+	cancel()
+	if rerr == nil || !strings.Contains(rerr.Error(), "injected fault") {
+		t.Fatalf("Run: %v, want the injected fault", rerr)
+	}
+	if n := len(meta.Requests()); n != 0 {
+		t.Fatalf("%d requests sent without a recorded claim", n)
+	}
+	checkCountsByNumber(t, db, false)
+	var sending, hist int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM outbox_items WHERE state <> 'queued'), (SELECT COUNT(*) FROM outbox_history)`).Scan(&sending, &hist); err != nil {
+		t.Fatal(err)
+	}
+	if sending != 0 || hist != 0 {
+		t.Fatalf("after the failed claims: %d items not queued, %d history rows", sending, hist)
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER fault`); err != nil {
+		t.Fatal(err)
+	}
+	runDrain(t, o, c)
+	checkCountsByNumber(t, db, false)
+	var bad int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_items i WHERE i.state <> 'accepted'
+		OR (SELECT COUNT(*) FROM outbox_history h WHERE h.item = i.id) <> 2`).Scan(&bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad != 0 {
+		t.Fatalf("%d items not accepted with a history of sending, accepted", bad)
+	}
+}
+
+// Acceptances whose history cannot be written (SQLite) are rolled back
+// whole: the counters equal a recount, no item is accepted without its
+// history row, none was sent twice.
+func TestAcceptancesRolledBackWhenTheirHistoryFails(t *testing.T) {
+	o, _ := openSQLite(t)
+	ctx := t.Context()
+	for i := range 5 {
+		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := o.DB()
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER fault BEFORE INSERT ON outbox_history WHEN new.state = 'accepted'
+		BEGIN SELECT RAISE(FAIL, 'injected fault'); END`); err != nil {
+		t.Fatal(err)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	rerr := o.Run(rctx, c)
+	cancel()
+	if rerr == nil || !strings.Contains(rerr.Error(), "injected fault") {
+		t.Fatalf("Run: %v, want the injected fault", rerr)
+	}
+	checkCountsByNumber(t, db, false)
+	var accepted, hist int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM outbox_items WHERE state = 'accepted'),
+		(SELECT COUNT(*) FROM outbox_history WHERE state = 'accepted')`).Scan(&accepted, &hist); err != nil {
+		t.Fatal(err)
+	}
+	if accepted != 0 || hist != 0 {
+		t.Fatalf("after the failed acceptances: %d items accepted, %d history rows", accepted, hist)
+	}
+	seen := map[string]bool{}
+	for _, r := range meta.Requests() {
+		if seen[r.To] {
+			t.Fatalf("%s sent twice", r.To)
+		}
+		seen[r.To] = true
 	}
 }
