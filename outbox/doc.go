@@ -33,7 +33,9 @@
 // per business number and state are kept by the database's triggers, so
 // [Outbox.Snapshot]'s counts, [Outbox.Drain] and the capacity check cost
 // the same with a million items queued. Other code that changes items'
-// states with its own UPDATEs keeps them right for free.
+// states with its own UPDATEs keeps them right for free, provided it
+// leaves the column moves alone: Run's own statements change it to say
+// they record their transitions themselves (the triggers skip them).
 //
 // # Model
 //

@@ -99,7 +99,7 @@ func TestBurstPlanUsesTheLiveIndex(t *testing.T) {
 	if _, err := o.db.Exec(`ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
-	all := queryPlan(t, o, sqlBurst, "lane", "burst", 0)
+	all := queryPlan(t, o, burstSQL(o.d), "lane", "burst", 0)
 	if !strings.Contains(all, "USING INDEX outbox_items_live") || strings.Contains(all, "SCAN outbox_items") {
 		t.Fatalf("burst plan:\n%s", all)
 	}

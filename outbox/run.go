@@ -671,7 +671,7 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
-		if err := o.claimMoved(ctx, tx, r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		if err := o.claimMoved(ctx, tx, len(ids), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
@@ -691,8 +691,6 @@ var (
 	sqlSweepResend = `UPDATE OR FAIL outbox_items SET state = 'queued', resends = resends + 1,
 		due_at = ?, state_at = ?, reason = ? WHERE state = 'submitted_unknown' AND state_at <= ? AND resends < ?
 		AND (expires_at = 0 OR expires_at > ?) RETURNING ikey`
-	sqlBurst = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ?
-		AND state IN ('queued', 'sending') ORDER BY seq, id` // (the live index's condition, repeated so that it serves)
 )
 
 // claimColumns are the columns claimed.scan reads.
@@ -714,7 +712,7 @@ func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 
 // loadBurst reads the queued items of head's burst that follow it.
 func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head *claimed) error {
-	rows, err := r.o.query(ctx, tx, sqlBurst, head.lane, head.burstKey, head.id)
+	rows, err := r.o.query(ctx, tx, burstSQL(r.o.d), head.lane, head.burstKey, head.id)
 	if err != nil {
 		return err
 	}
@@ -735,10 +733,26 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 	return rows.Err()
 }
 
+// burstSQL reads the rest of a burst whose head was picked. On Postgres
+// it locks those items as the pick locks the head: an operator's Expire
+// or another worker's sweep committed between this read and the claim
+// would otherwise be overwritten by the claim (the item sent after all),
+// and its transition recorded twice in the counters.
+func burstSQL(d dialect) string {
+	// (The live index's condition is repeated so that the index serves:
+	// state = 'queued' alone does not let SQLite use it.)
+	q := `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ? AND burst = ? AND state = 'queued' AND id > ?
+		AND state IN ('queued', 'sending') ORDER BY seq, id`
+	if d.postgres {
+		q += ` FOR UPDATE`
+	}
+	return q
+}
+
 // claimSQL claims the items whose ids are listed (see claimMoved).
 func claimSQL(d dialect) string {
 	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
-		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` RETURNING ` + movedColumns
+		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` AND state = 'queued' RETURNING ` + movedColumns
 }
 
 func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {

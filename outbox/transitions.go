@@ -39,14 +39,25 @@ import (
 const movedColumns = `id, sender, state, state_at, reason`
 
 // claimMoved runs claimSQL and records its transitions (queued ->
-// sending).
-func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, args ...any) error {
+// sending) of the want items listed. It fails if not every listed item was queued (claimSQL
+// moves only those): the caller would send an item it did not claim, and
+// the transitions recorded must leave queued.
+func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, want int, args ...any) error {
+	var n int
 	if o.d.postgres {
-		_, err := o.exec(ctx, tx, pgClaimMoved, args...)
-		return err
+		if err := o.queryRow(ctx, tx, pgClaimMoved, args...).Scan(&n); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if n, err = o.movedN(ctx, tx, StateQueued, claimSQL(o.d), args...); err != nil {
+			return err
+		}
 	}
-	_, err := o.moved(ctx, tx, StateQueued, false, claimSQL(o.d), args...)
-	return err
+	if n != want {
+		return fmt.Errorf("%w: %d of the %d items claimed were no longer queued", ErrWrongState, want-n, want)
+	}
+	return nil
 }
 
 // acceptMoved runs acceptSQL, records its transitions (sending ->
@@ -94,9 +105,22 @@ type move struct {
 // by the item's key with keyed), and records its transitions. It returns
 // the keys.
 func (o *Outbox) moved(ctx context.Context, tx *sql.Tx, from State, keyed bool, query string, args ...any) ([]string, error) {
+	keys, _, err := o.movedKeys(ctx, tx, from, keyed, query, args...)
+	return keys, err
+}
+
+// movedN is moved for a statement returning no keys: it returns how many
+// items it moved.
+func (o *Outbox) movedN(ctx context.Context, tx *sql.Tx, from State, query string, args ...any) (int, error) {
+	_, n, err := o.movedKeys(ctx, tx, from, false, query, args...)
+	return n, err
+}
+
+// movedKeys is moved, also returning how many items were moved.
+func (o *Outbox) movedKeys(ctx context.Context, tx *sql.Tx, from State, keyed bool, query string, args ...any) ([]string, int, error) {
 	rows, err := o.query(ctx, tx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var keys []string
 	var ms []move
@@ -109,7 +133,7 @@ func (o *Outbox) moved(ctx context.Context, tx *sql.Tx, from State, keyed bool, 
 		}
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		if keyed {
 			keys = append(keys, key)
@@ -117,12 +141,12 @@ func (o *Outbox) moved(ctx context.Context, tx *sql.Tx, from State, keyed bool, 
 		ms = append(ms, m)
 	}
 	if err := rows.Close(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return keys, o.recordMoves(ctx, tx, from.String(), ms)
+	return keys, len(ms), o.recordMoves(ctx, tx, from.String(), ms)
 }
 
 // The statements of recordMoves: json_each reads a list (the history's

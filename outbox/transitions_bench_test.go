@@ -108,7 +108,7 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 					}
 					args := []any{owner, now + 1e12, now, now, 0, listArg(o.d, ids[i:j])}
 					if moved {
-						err = o.claimMoved(ctx, tx, args...)
+						err = o.claimMoved(ctx, tx, j-i, args...)
 					} else {
 						_, err = o.exec(ctx, tx, trigClaim, args...)
 					}
