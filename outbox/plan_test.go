@@ -30,18 +30,7 @@ func TestPickPlanUsesQueuedIndex(t *testing.T) {
 // is the plan SQLite chooses once the file has statistics (ANALYZE, PRAGMA
 // optimize) unless the statement rules the sending index out.
 func TestAcceptPlanLooksUpKeys(t *testing.T) {
-	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	var msgs []cloudapi.Message
-	for i := range 300 {
-		msgs = append(msgs, cloudapi.Text(fmt.Sprintf("+1555%07d", i), "x"))
-	}
-	if _, err := o.EnqueueMany(t.Context(), "106540352242922", msgs...); err != nil {
-		t.Fatal(err)
-	}
+	o := queuedOutbox(t, 300)
 	if _, err := o.db.Exec(`UPDATE outbox_items SET state = 'sending', owner = 'w' WHERE id % 5 = 0`); err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +73,7 @@ func queryPlan(t *testing.T, o *Outbox, q string, args ...any) string {
 // table: a partial index serves a query only if the query repeats the
 // index's condition, and state = 'queued' alone does not.
 func TestBurstPlanUsesTheLiveIndex(t *testing.T) {
-	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	var msgs []cloudapi.Message
-	for i := range 300 {
-		msgs = append(msgs, cloudapi.Text(fmt.Sprintf("+1555%07d", i), "x"))
-	}
-	if _, err := o.EnqueueMany(t.Context(), "106540352242922", msgs...); err != nil {
-		t.Fatal(err)
-	}
+	o := queuedOutbox(t, 300)
 	if _, err := o.db.Exec(`ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
@@ -103,4 +81,23 @@ func TestBurstPlanUsesTheLiveIndex(t *testing.T) {
 	if !strings.Contains(all, "USING INDEX outbox_items_live") || strings.Contains(all, "SCAN outbox_items") {
 		t.Fatalf("burst plan:\n%s", all)
 	}
+}
+
+// queuedOutbox opens an outbox in a temporary file holding n queued
+// texts, one per recipient, closed when t ends.
+func queuedOutbox(t *testing.T, n int) *Outbox {
+	t.Helper()
+	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	var msgs []cloudapi.Message
+	for i := range n {
+		msgs = append(msgs, cloudapi.Text(fmt.Sprintf("+1555%07d", i), "x"))
+	}
+	if _, err := o.EnqueueMany(t.Context(), "106540352242922", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
