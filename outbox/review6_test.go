@@ -197,20 +197,8 @@ func TestPostgresAcceptanceNotifies(t *testing.T) {
 // counters equal a recount, and once the fault is gone everything is
 // sent with one history row per transition.
 func TestClaimRolledBackWhenItsHistoryFails(t *testing.T) {
-	o, _ := openSQLite(t)
-	ctx := t.Context()
-	for i := range 5 {
-		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db := o.DB()
-	if _, err := db.ExecContext(ctx, `CREATE TRIGGER fault BEFORE INSERT ON outbox_history WHEN new.state = 'sending'
-		BEGIN SELECT RAISE(FAIL, 'injected fault'); END`); err != nil {
-		t.Fatal(err)
-	}
-	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
-	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	o, meta, c := faultyHistory(t, "sending")
+	ctx, db := t.Context(), o.DB()
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	rerr := o.Run(rctx, c)
 	cancel()
@@ -247,20 +235,8 @@ func TestClaimRolledBackWhenItsHistoryFails(t *testing.T) {
 // whole: the counters equal a recount, no item is accepted without its
 // history row, none was sent twice.
 func TestAcceptancesRolledBackWhenTheirHistoryFails(t *testing.T) {
-	o, _ := openSQLite(t)
-	ctx := t.Context()
-	for i := range 5 {
-		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db := o.DB()
-	if _, err := db.ExecContext(ctx, `CREATE TRIGGER fault BEFORE INSERT ON outbox_history WHEN new.state = 'accepted'
-		BEGIN SELECT RAISE(FAIL, 'injected fault'); END`); err != nil {
-		t.Fatal(err)
-	}
-	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
-	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	o, meta, c := faultyHistory(t, "accepted")
+	ctx, db := t.Context(), o.DB()
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	rerr := o.Run(rctx, c)
 	cancel()
@@ -283,4 +259,25 @@ func TestAcceptancesRolledBackWhenTheirHistoryFails(t *testing.T) {
 		}
 		seen[r.To] = true
 	}
+}
+
+// faultyHistory opens an outbox (SQLite) holding five queued texts whose
+// history refuses rows of state (a trigger raising "injected fault";
+// drop it with DROP TRIGGER fault), and a fake Meta and a client to send
+// them with.
+func faultyHistory(t *testing.T, state string) (*outbox.Outbox, *cloudapitest.Server, *cloudapi.Client) {
+	t.Helper()
+	o, _ := openSQLite(t)
+	ctx := t.Context()
+	for i := range 5 {
+		if _, err := o.Enqueue(ctx, from, cloudapi.Text(recipient(i+1), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.DB().ExecContext(ctx, `CREATE TRIGGER fault BEFORE INSERT ON outbox_history WHEN new.state = '`+state+`'
+		BEGIN SELECT RAISE(FAIL, 'injected fault'); END`); err != nil {
+		t.Fatal(err)
+	}
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
+	return o, meta, newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
 }
