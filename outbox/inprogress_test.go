@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,24 +31,8 @@ func TestInProgressDuplicateIsNotSent(t *testing.T) {
 
 func inProgressDuplicate(t *testing.T, dsn string) {
 	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
-	o, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	m := cloudapi.Text(recipient(1), "x")
-	m.IdempotencyKey = "inprog-1"
-	if _, err := o.Enqueue(t.Context(), from, m); err != nil {
-		t.Fatal(err)
-	}
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, 2), finished: make(chan error, 2)}
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)),
-		cloudapi.WithHTTPClient(&http.Client{Transport: held}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := oneMarked(t, dsn, "inprog-1")
+	held, c := heldClient(t, meta, 2, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
 	doneA, stopA := startRun(t.Context(), o, c)
 	within(t, held.arrived, "A's claim") // its request not written
 

@@ -64,18 +64,7 @@ func TestUpgradeFromUnversionedSQLite(t *testing.T) {
 
 	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
 	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
-	runCtx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- o.Run(runCtx, c) }()
-	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-	defer dcancel()
-	if err := o.Drain(dctx); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
+	runDrain(t, o, c)
 	st, err = o.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -294,18 +283,7 @@ func TestUpgradeFromV5SQLite(t *testing.T) {
 
 	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
 	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
-	runCtx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- o.Run(runCtx, c) }()
-	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-	defer dcancel()
-	if err := o.Drain(dctx); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
+	runDrain(t, o, c)
 	checkCountsByNumber(t, o.DB(), false)
 	got := checkCounts(t, o)
 	if got[outbox.StateAccepted] != 14 || got[outbox.StateExpired] != 2 || got[outbox.StateSubmittedUnknown] != 1 || got[outbox.StateQueued]+got[outbox.StateSending] != 0 {

@@ -163,17 +163,7 @@ func takeoverDebt(t *testing.T, dsn string) {
 // to its lane's head, its attempt uncounted, and is sent once.
 func TestWriteMarkAfterLeaseEnded(t *testing.T) {
 	meta := cloudapitest.NewServer(t)
-	o, err := outbox.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), outbox.WithWriteMarks(),
-		outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	m := cloudapi.Text(recipient(1), "x")
-	m.IdempotencyKey = "paused-1"
-	if _, err := o.Enqueue(t.Context(), from, m); err != nil {
-		t.Fatal(err)
-	}
+	o := oneMarked(t, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"), "paused-1")
 	held, c := heldClient(t, meta, 2)
 	done, stop := startRun(t.Context(), o, c)
 	within(t, held.arrived, "the claim") // claimed, its request not written

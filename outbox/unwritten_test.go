@@ -245,16 +245,7 @@ func claimLost(t *testing.T, dsn string) {
 	// again, and its Client would refuse them locally as a duplicate of
 	// the held send still in progress (safe, but not what this test is
 	// about: A stands for a process paused whole).
-	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	m := cloudapi.Text(recipient(1), "x")
-	m.IdempotencyKey = "lost-1"
-	if _, err := a.Enqueue(t.Context(), from, m); err != nil {
-		t.Fatal(err)
-	}
+	a := oneMarked(t, dsn, "lost-1")
 	// Real sockets.
 	held, ca := heldClient(t, meta, 1)
 	ctxA, stopA := context.WithCancel(t.Context())
@@ -451,12 +442,13 @@ func burstRecovery(t *testing.T, dsn string, written int) {
 // heldClient returns a Client on real sockets to meta whose requests are
 // held before their body is read (see heldTransport), up to sends of them
 // released at once.
-func heldClient(t *testing.T, meta *cloudapitest.Server, sends int) (heldTransport, *cloudapi.Client) {
+func heldClient(t *testing.T, meta *cloudapitest.Server, sends int, opts ...cloudapi.Option) (heldTransport, *cloudapi.Client) {
 	t.Helper()
 	inner := &http.Transport{}
 	t.Cleanup(inner.CloseIdleConnections)
 	held := heldTransport{inner: inner, arrived: make(chan struct{}, 1), release: make(chan struct{}, sends), finished: make(chan error, sends)}
-	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held}))
+	opts = append([]cloudapi.Option{cloudapi.WithBaseURL(meta.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: held})}, opts...)
+	c, err := cloudapi.New("TOKEN", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,4 +471,22 @@ func takeOver(t *testing.T, dsn string, meta *cloudapitest.Server, opts ...outbo
 	}
 	done, stop := startRun(t.Context(), b, cb)
 	return b, done, stop
+}
+
+// oneMarked opens the outbox at dsn with write marks, a minute's lease
+// and one send in flight, holding one text keyed key; it is closed when
+// the test ends.
+func oneMarked(t *testing.T, dsn, key string) *outbox.Outbox {
+	t.Helper()
+	o, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	m := cloudapi.Text(recipient(1), "x")
+	m.IdempotencyKey = key
+	if _, err := o.Enqueue(t.Context(), from, m); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
