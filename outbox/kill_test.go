@@ -139,22 +139,7 @@ func kill9(t *testing.T, worker string, marks bool) {
 	o.Close()
 	total := recipients * perRecipient
 
-	// start starts a sender process; its exit status arrives on the
-	// channel.
-	start := func() (*exec.Cmd, chan error) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+base, "OUTBOX_TEST_WORKER="+worker)
-		if marks {
-			cmd.Env = append(cmd.Env, "OUTBOX_TEST_MARKS=1")
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		return cmd, exited
-	}
+	start := func() (*exec.Cmd, chan error) { return startSender(t, dsn, base, worker, marks) }
 	// watch polls Meta's count of accepted messages until done holds, and
 	// reports false once the count has stood still for two minutes (the
 	// sender hangs; an item that could not be submitted legitimately waits
@@ -268,4 +253,24 @@ func kill9(t *testing.T, worker string, marks bool) {
 	if unknown > 2*outbox.DefaultConcurrency {
 		t.Errorf("%d unknown: more than two kills can leave", unknown)
 	}
+}
+
+// startSender starts this test binary as a sender process (see
+// TestMain's OUTBOX_TEST_SENDER) on the outbox at dsn and the fake Meta
+// at meta, as worker (empty: a generated name), with write marks if
+// marks; its exit status arrives on the channel.
+func startSender(t *testing.T, dsn, meta, worker string, marks bool) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+meta, "OUTBOX_TEST_WORKER="+worker)
+	if marks {
+		cmd.Env = append(cmd.Env, "OUTBOX_TEST_MARKS=1")
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd, exited
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -317,17 +315,7 @@ func TestKill9Transitions(t *testing.T) {
 		}
 	}
 	for round := range 4 {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+meta.URL(), "OUTBOX_TEST_WORKER=")
-		if round%2 == 1 {
-			cmd.Env = append(cmd.Env, "OUTBOX_TEST_MARKS=1")
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		cmd, exited := startSender(t, dsn, meta.URL(), "", round%2 == 1)
 		at := meta.Accepted() + 50 + rand.IntN(150)
 	wait:
 		for meta.Accepted() < at {
@@ -345,10 +333,8 @@ func TestKill9Transitions(t *testing.T) {
 		t.Log(when)
 		check(when)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "OUTBOX_TEST_SENDER=1", "OUTBOX_TEST_DSN="+dsn, "OUTBOX_TEST_META="+meta.URL(), "OUTBOX_TEST_WORKER=")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
+	_, last := startSender(t, dsn, meta.URL(), "", false)
+	if err := <-last; err != nil {
 		t.Fatalf("last sender: %v", err)
 	}
 	check("at the end")
