@@ -108,7 +108,11 @@ func postgresRestart(t *testing.T, marks bool) {
 	if out, err := restart.CombinedOutput(); err != nil {
 		t.Fatalf("pg_ctl restart: %v\n%s", err, out)
 	}
-	t.Logf("restarted at %d accepted, %d after", at, meta.Accepted())
+	after := meta.Accepted()
+	t.Logf("restarted at %d accepted, %d after", at, after)
+	if after >= total {
+		t.Fatalf("every message was accepted before the restart ended: it tested nothing")
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for meta.Accepted() < total && time.Now().Before(deadline) {
 		select {
@@ -129,6 +133,12 @@ func postgresRestart(t *testing.T, marks bool) {
 	defer mu.Unlock()
 	t.Logf("%d run errors ridden out; states %+v", len(runErrs), snap)
 	if len(runErrs) == 0 {
-		t.Error("no run error reported: the restart went unnoticed")
+		// Possible and safe: when the restart falls while Run holds no
+		// transaction open, database/sql replaces the terminated
+		// connections on their next use (driver.ErrBadConn, before
+		// anything is sent) and nothing reaches the observer. The
+		// messages accepted after the restart went through new
+		// connections either way.
+		t.Logf("no run error reported: the restart fell between Run's transactions")
 	}
 }
