@@ -36,7 +36,9 @@ const (
 	// the idempotency key in status webhooks.
 	StateSubmittedUnknown SendState = "submitted_unknown"
 	// StateFailed: Meta refused the message for a reason waiting will not
-	// fix (a request error, 131049, ...). Do not resend it as it is.
+	// fix (a request error, 131049, ...), or the Client did, sending
+	// nothing (its idempotency key names another message:
+	// ErrIdempotencyConflict). Do not resend it as it is.
 	StateFailed SendState = "failed"
 )
 
@@ -72,9 +74,31 @@ var ErrZeroClient = errors.New("cloudapi: Client not made by New")
 // ErrIdempotencyConflict is matched by the error of a send whose
 // idempotency key the Client remembers for another message (another sender
 // or recipient, other content): a key names one message, so no request is
-// made and the message is in StateNotSubmitted. The same message again is
-// a duplicate (ErrDuplicate), answered with the first send's outcome.
+// made. The refusal is permanent: the error is a *SendError in StateFailed
+// wrapping an [*IdempotencyConflictError], which no retry policy retries
+// (sending the same message again with that key cannot succeed while the
+// Client remembers the key). The same message again is a duplicate
+// (ErrDuplicate), answered with the first send's outcome.
 var ErrIdempotencyConflict = errors.New("cloudapi: idempotency key already used for another message")
+
+// IdempotencyConflictError is the cause of a send refused because its
+// idempotency key names another message (see [ErrIdempotencyConflict],
+// which it matches):
+//
+//	var ce *cloudapi.IdempotencyConflictError
+//	if errors.As(err, &ce) { useAnotherKey(ce.IdempotencyKey) }
+type IdempotencyConflictError struct {
+	// IdempotencyKey is the key the Client remembers for another message.
+	IdempotencyKey string
+}
+
+// Error names the key.
+func (e *IdempotencyConflictError) Error() string {
+	return "cloudapi: idempotency key " + strconv.Quote(e.IdempotencyKey) + " already used for another message"
+}
+
+// Is reports whether target is ErrIdempotencyConflict.
+func (e *IdempotencyConflictError) Is(target error) bool { return target == ErrIdempotencyConflict }
 
 // BackpressureError reports that a message could not be sent before its
 // freshness deadline (or the context's deadline) because a limit would make

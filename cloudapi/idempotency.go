@@ -2,7 +2,6 @@ package cloudapi
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -147,9 +146,10 @@ func fingerprint(fromID uint64, body []byte) string {
 	return string(h.Sum(nil)[:16])
 }
 
-// conflict is the error of a send whose key names another message.
+// conflict is the error of a send whose key names another message: a
+// permanent refusal, nothing sent.
 func conflict(key string) error {
-	return fmt.Errorf("%w: %q", ErrIdempotencyConflict, key)
+	return &SendError{State: StateFailed, IdempotencyKey: key, Err: &IdempotencyConflictError{IdempotencyKey: key}}
 }
 
 // duplicate returns the error (and, for an accepted first send, the
