@@ -66,6 +66,15 @@ var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 // it as not sent and try again later.
 var ErrInProgress = errors.New("cloudapi: a send with this idempotency key is in progress")
 
+// ErrIdempotencyMemoryFull is matched by the error of a send refused
+// because the Client's memory of idempotency keys (WithIdempotencyMemory)
+// is full of keys whose sends are still in flight: forgetting one would
+// let a retry of it be sent twice, so the new send claims nothing, makes
+// no request and fails at once, a *SendError in StateNotSubmitted. It is
+// safe to send the message again once sends in flight have ended; give the
+// Client a larger memory than the sends it keeps in flight at once.
+var ErrIdempotencyMemoryFull = errors.New("cloudapi: idempotency memory full of sends in flight")
+
 // ErrZeroClient is returned by the methods of a Client not made by New
 // (the zero Client, or a nil one): it has no token, limits or memory of
 // keys, so it sends nothing.

@@ -126,7 +126,9 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 			prints = append(prints, fingerprint(s.fromID, s.printBody(i)))
 		}
 	}
-	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
+	if j, first, conflicting, ok, full := c.idem.claim(c.clock.Now(), given, prints); full {
+		return make([]*Result, len(msgs)), &SendError{State: StateNotSubmitted, IdempotencyKey: given[0], Err: ErrIdempotencyMemoryFull}
+	} else if !ok {
 		if conflicting {
 			return make([]*Result, len(msgs)), conflict(given[j])
 		}
