@@ -155,9 +155,12 @@ func WithClock(c clock.Clock) Option {
 // Without WithHeadroom the Limiter needs none for jitter: the margin
 // follows the lateness its sender observes ([Limiter.ObserveSend],
 // [Limiter.Margin]; cloudapi reports every send). WithHeadroom fixes the
-// margin instead: the adaptive margin is off (Margin is 0) and the
-// tolerance is half an interval, so give a headroom that covers the
-// lateness of your senders as well as any traffic wapace does not see.
+// margin instead: the adaptive margin is off, and the tolerance and margin
+// are those of a Limiter that observes no lateness (the least tolerance,
+// 5 ms or half an interval, with the margin that covers it; with
+// [WithStore], from half an interval until the sends observed tell its
+// share of the slots), so give a headroom that covers the lateness of your
+// senders beyond that as well as any traffic wapace does not see.
 func WithHeadroom(f float64) Option {
 	return func(o *options) {
 		o.only = append(o.only, only{"WithHeadroom", "New"})
@@ -299,13 +302,14 @@ func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
 	l.interval0 = intervalOf(r)
 	if l.late.n == 0 {
-		// No lateness seen yet: the least tolerance, and the margin
+		// No lateness seen yet (with WithHeadroom, never: the figures
+		// do not follow lateness): the least tolerance, and the margin
 		// that covers it (see figures). With a Store, half an interval
 		// and no margin: the margin a tolerance needs depends on the
 		// share of the slots this Limiter takes, which only its samples
 		// tell.
 		tol := l.interval0 / 2
-		if !l.opts.fixed && l.opts.store == nil {
+		if l.opts.store == nil {
 			tol = max(tol, minTolerance)
 			l.margin = roundMargin(tol - l.interval0/2)
 		}

@@ -2,6 +2,7 @@ package throughput_test
 
 import (
 	"container/heap"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 		}
 		m.checks++
 		if m.checks > 50*n {
-			panic("the model sends nothing: every check is late")
+			panic(fmt.Sprintf("the model sends nothing: every check is late (tolerance %v, margin %v, at %v, %d arrivals)", lim.Tolerance(), lim.Margin(), e.at.Sub(start), len(m.arrivals)))
 		}
 		now := e.at
 		if h := lim.HeldUntil(); h.After(now) {
@@ -116,7 +117,7 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 // whole process, writes late after the check), the arrivals the write-time
 // check lets through hold at most PerSecond() in every closed second, at
 // 80, 1,000 and 10,000 msg/s with 1 to 64 senders, through one Limiter or
-// two or three sharing a store.
+// two or three sharing a store; one Limiter with a fixed headroom too.
 func TestWriteCheckKeepsEverySecond(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -128,10 +129,15 @@ func TestWriteCheckKeepsEverySecond(t *testing.T) {
 		writeLateEvery := rapid.IntRange(0, 200).Draw(t, "writeLateEvery")
 		seconds := 1.5
 		n := int(seconds * float64(mps))
-		// One Limiter, or one per process sharing a store (the
+		// One Limiter, with a fixed headroom (its figures do not follow
+		// lateness) or none, or one per process sharing a store (the
 		// senders spread over them).
-		m := &senderModel{lims: []*throughput.Limiter{throughput.New(mps)}}
-		if procs := rapid.IntRange(1, 3).Draw(t, "processes"); procs > 1 {
+		var opts []throughput.Option
+		if headroom := rapid.SampledFrom([]float64{-1, 0, 0.1}).Draw(t, "headroom"); headroom >= 0 {
+			opts = append(opts, throughput.WithHeadroom(headroom))
+		}
+		m := &senderModel{lims: []*throughput.Limiter{throughput.New(mps, opts...)}}
+		if procs := rapid.IntRange(1, 3).Draw(t, "processes"); procs > 1 && opts == nil {
 			store := throughputstore.NewMemoryStore(nil)
 			m.lims = nil
 			for range procs {
