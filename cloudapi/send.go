@@ -9,7 +9,6 @@ import (
 
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/writemark"
 	"github.com/wapace/wapace/pairlimit"
@@ -317,9 +316,13 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	mark := writemark.From(s.ctx)
 	for k := range n {
 		idx := i + k
-		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
+		if err := s.waitSlot(a, k); err != nil {
 			a.settle(c.clock.Now(), k, k)
 			s.states[idx] = StateNotSubmitted
+			var bp *BackpressureError
+			if errors.As(err, &bp) { // a cut moved the slot past the deadline
+				return k, false, bp
+			}
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		endpoint, body, err := s.route(idx)

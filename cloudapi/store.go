@@ -61,7 +61,8 @@ func (c *Client) pairOptions() []pairlimit.Option {
 // numberOptions are the options of business number id's throughput
 // limiter.
 func (c *Client) numberOptions(id string) []throughput.Option {
-	opts := append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)
+	// Its sends follow their slots' moves (SetMPSAt after an upgrade).
+	opts := append([]throughput.Option{throughput.WithClock(c.clock), throughput.WithMovingReservations(true)}, c.tpOpts...)
 	if c.store != nil {
 		opts = append(opts, throughput.WithStore(c.store.Throughput(), id))
 	}

@@ -368,15 +368,18 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 		start := time.Now()
 		sendUpgradeCampaign(t, c, srv, 2000)
 		// The number's 131057 hold is polled after 10, 20 and 40 s, so
-		// sending resumes at 70 s; the 2,000 messages then take 2 s at
-		// 1,000 msg/s, and 25 s at the old 80. Some go at 80: how many
-		// depends on the order in which the 2,000 goroutines ran at the
-		// same instants (72 to 81 s seen, the most under CPU load and
-		// -race: a defect left open), so the bound only says that most
-		// went at the new rate; the sends after the notice are timed
-		// below.
-		if took := time.Since(start); took > 88*time.Second {
-			t.Errorf("the campaign took %v: the new rate was not used", took)
+		// sending resumes at 70 s; the 2,000 messages then take 2.02 s at
+		// 1,000 msg/s (99 % of it), and 25 s at the old 80. The notice at
+		// 60 s moves the slots still waiting then to the new figure
+		// (throughput.WithMovingReservations), whatever order the 2,000
+		// goroutines ran in: 72.01 to 72.02 s seen with -race and -cpu 1,
+		// 2 and 4. Before the slots moved, 72 to 81 s were seen under CPU
+		// load (slots reserved at 80 msg/s beyond the hold kept their
+		// instants, and new ones came after them);
+		// TestRaiseMovesQueuedSlotsForward shows that defect without a
+		// hold.
+		if took := time.Since(start); took > 70*time.Second+2500*time.Millisecond {
+			t.Errorf("the campaign took %v, want at most 72.5 s: queued sends kept the old rate", took)
 		}
 		start = time.Now()
 		var wg sync.WaitGroup

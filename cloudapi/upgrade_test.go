@@ -92,3 +92,31 @@ func sendUpgradeCampaign(t *testing.T, c *cloudapi.Client, srv *cloudapitest.Ser
 		t.Errorf("%d x 130429", n)
 	}
 }
+
+// TestRaiseMovesQueuedSlotsForward: 2,000 sends queued at 80 msg/s (25 s
+// of slots) when the number's figure is raised to 1,000 after 1 s (the
+// THROUGHPUT_UPGRADE notice, no hold) go on at 1,000 msg/s: the slots still
+// waiting move forward (throughput.WithMovingReservations). They kept their
+// old instants, and the campaign took 25 s.
+func TestRaiseMovesQueuedSlotsForward(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, throughput.Upgraded))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		go func() {
+			time.Sleep(time.Second)
+			if err := c.Number(number).SetMPSAt(time.Now(), throughput.Upgraded); err != nil {
+				t.Error(err)
+			}
+		}()
+		sendUpgradeCampaign(t, c, srv, 2000)
+		// About 80 go in the first second; the other 1,920 then take
+		// 1.94 s at 990 msg/s (99 % of the figure).
+		if took, want := time.Since(start), 3*time.Second; took > want {
+			t.Errorf("the campaign took %v, want at most %v: queued sends kept the old rate", took, want)
+		}
+	})
+}

@@ -93,6 +93,7 @@ type options struct {
 	key      string
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
+	movable  bool   // WithMovingReservations
 	only     []only // the options given that apply to one constructor
 	err      error  // the first invalid option
 }
@@ -173,6 +174,25 @@ func WithHeadroom(f float64) Option {
 	}
 }
 
+// WithMovingReservations makes [Limiter.SetMPSAt] move the reservations
+// still waiting (their instant after the change) to the instants the new
+// figure gives them, as if they had been made at it: a raise (a throughput
+// upgrade) moves them earlier, a cut later, so that windows after the
+// change obey the new figure with the queue of waiting sends going at
+// once at its pace. Every holder of one of the Limiter's reservations must
+// then follow [Reservation.Moved] and read TimeToAct again (WaitN does,
+// and so do cloudapi's Clients, which turn this on for the limiters they
+// make): one that keeps the instant it read first would, after a raise,
+// send at the old instant among the sends of the new figure. Off by
+// default; no effect with [WithStore] (Limiters sharing a Store keep the
+// instants they handed out). New only.
+func WithMovingReservations(on bool) Option {
+	return func(o *options) {
+		o.movable = on
+		o.only = append(o.only, only{"WithMovingReservations", "New"})
+	}
+}
+
 // WithAdaptiveRate switches the rate cut after a 130429 on or off (on by
 // default). New only.
 func WithAdaptiveRate(on bool) Option {
@@ -236,6 +256,7 @@ type Limiter struct {
 	looseTolAt    int64         // when a pending higher tolerance may apply (0: none)
 	looseTol      time.Duration // the highest it may then be
 	looseMarginAt int64         // when a pending lower margin may apply (0: none)
+	move          bool          // applyLocked moves the reservations waiting (SetMPSAt)
 	late          lateness      // recent lateness, see ObserveSend (8 KiB: last)
 }
 
@@ -295,7 +316,9 @@ func (l *Limiter) setLocked(t int64, mps int) {
 		mps = Default
 	}
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
+	l.move = l.opts.movable && l.opts.store == nil
 	l.applyLocked(t)
+	l.move = false
 }
 
 func (l *Limiter) applyLocked(t int64) {
@@ -319,18 +342,26 @@ func (l *Limiter) applyLocked(t int64) {
 	l.cover.Store(int64(l.interval0/2 + time.Duration(float64(l.margin)*l.share)))
 	r /= 1 + l.margin.Seconds()
 	l.burst, l.interval = b, intervalOf(r)
-	l.b.setParams(t, l.interval, l.burst)
+	gen := l.b.gen.Load()
+	l.b.setParams(t, l.interval, l.burst, l.move)
+	if l.b.gen.Load() != gen {
+		// The slots handed out moved: so did the latest (see retune).
+		l.lastSlot.Store(l.b.movedTicket(throughputstore.BucketTicket{Act: l.lastSlot.Load()}, gen).Act)
+	}
 	l.degraded.Store(l.factor < 1)
 }
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
 // upgrade to 1,000 messages per second (an mps below 1 means [Default]).
-// Windows that start a second or more after t obey the new figure, save
-// for sends reserved before t, which keep their instants: lowering the
-// figure does not move sends already queued at the old rate (cancel them
-// to reschedule), and raising it schedules new sends after them. A figure
-// above 10,000 changes nothing and returns an error matching
-// [ErrInvalidOption]; so does a Limiter built with an invalid option.
+// Windows that start a second or more after t obey the new figure. With
+// [WithMovingReservations] the reservations still waiting at t move to the
+// instants the new figure gives them (earlier for a raise, later for a
+// cut; see [Reservation.Moved]). Otherwise sends reserved before t keep
+// their instants: lowering the figure does not move sends already queued
+// at the old rate (cancel them to reschedule), and raising it schedules
+// new sends after them. A figure above 10,000 changes nothing and returns
+// an error matching [ErrInvalidOption]; so does a Limiter built with an
+// invalid option.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 	l.init()
 	if l.err != nil {
@@ -465,8 +496,9 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		ok  bool
 		err error
 	)
+	var gen uint64
 	if o.store == nil {
-		tk, ok, err = b.reserveLocal(t, n, maxWait)
+		tk, gen, ok, err = b.reserveLocal(t, n, maxWait)
 		if err != nil {
 			return Reservation{err: err}
 		}
@@ -489,7 +521,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	if !ok {
 		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
-	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t}
+	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t, gen: gen, movable: o.movable && o.store == nil}
 }
 
 // errTooLate: the reservation would start after its maximum wait.

@@ -63,3 +63,49 @@ func Reserved(ctx context.Context, c clock.Clock, now time.Time, delay time.Dura
 	}
 	return nil
 }
+
+// UntilOr waits on c until the instant at, until signal is closed, or until
+// ctx is done. It reports whether signal ended the wait (then err is nil).
+// A nil signal is never closed: UntilOr is then Until. On a clock that
+// waits for itself (ContextSleeper) the wait ends through a context that
+// a goroutine cancels when signal closes.
+func UntilOr(ctx context.Context, c clock.Clock, at time.Time, signal <-chan struct{}) (bool, error) {
+	if signal == nil {
+		return false, Until(ctx, c, at)
+	}
+	select {
+	case <-signal:
+		return true, nil
+	default:
+	}
+	d := at.Sub(c.Now())
+	if d <= 0 {
+		return false, ctx.Err()
+	}
+	if s, ok := c.(ContextSleeper); ok {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-signal:
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		err := s.SleepContext(sctx, d)
+		if err != nil && ctx.Err() == nil {
+			return true, nil // signal closed
+		}
+		return false, err
+	}
+	t := c.Timer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, nil
+	case <-signal:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}

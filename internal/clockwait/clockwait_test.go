@@ -58,3 +58,27 @@ func TestReserved(t *testing.T) {
 		}
 	})
 }
+
+func TestUntilOr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clock.New()
+		start := time.Now()
+		if moved, err := clockwait.UntilOr(t.Context(), c, start.Add(time.Second), nil); moved || err != nil || time.Since(start) != time.Second {
+			t.Fatalf("nil signal: %v, %v after %v", moved, err, time.Since(start))
+		}
+		signal := make(chan struct{})
+		go func() { time.Sleep(time.Second); close(signal) }()
+		now := time.Now()
+		if moved, err := clockwait.UntilOr(t.Context(), c, now.Add(time.Hour), signal); !moved || err != nil || time.Since(now) != time.Second {
+			t.Fatalf("signal: %v, %v after %v", moved, err, time.Since(now))
+		}
+		if moved, err := clockwait.UntilOr(t.Context(), c, time.Now().Add(time.Hour), signal); !moved || err != nil {
+			t.Fatalf("closed signal: %v, %v", moved, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if moved, err := clockwait.UntilOr(ctx, c, time.Now().Add(time.Hour), make(chan struct{})); moved || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ctx ended: %v, %v", moved, err)
+		}
+	})
+}
