@@ -9,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/simclock"
 )
 
 func TestSleep(t *testing.T) {
@@ -79,6 +80,22 @@ func TestUntilOr(t *testing.T) {
 		defer cancel()
 		if moved, err := clockwait.UntilOr(ctx, c, time.Now().Add(time.Hour), make(chan struct{})); moved || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("ctx ended: %v, %v", moved, err)
+		}
+	})
+}
+
+// TestUntilOrSimulated: on a clock that waits for itself, a signal closed
+// by a tracked goroutine ends the wait, reported, by the time the
+// instant comes.
+func TestUntilOrSimulated(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := simclock.New(start)
+	c.Run(func() {
+		signal := make(chan struct{})
+		c.Go(func() { c.Sleep(time.Second); close(signal) })
+		moved, err := clockwait.UntilOr(context.Background(), c, start.Add(time.Hour), signal)
+		if !moved || err != nil {
+			t.Errorf("UntilOr = %v, %v at +%v", moved, err, c.Now().Sub(start))
 		}
 	})
 }
