@@ -60,13 +60,13 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 // waitSlot waits for message k's slot of a (and, for the first bubble,
 // the pair's reservation), following the slot's moves: SetMPSAt after a
 // throughput upgrade moves the number's waiting slots earlier, a cut
-// later (see throughput.Reservation.Moved). A moved slot's instant is read
+// later (see internal/slotmoves). A moved slot's instant is read
 // again, and the first bubble's pair reservation is taken again at it. A
 // slot moved past the deadline fails with a *BackpressureError.
 func (s *sending) waitSlot(a *admission, k int) error {
 	for {
 		sl := &a.slots[k]
-		moved := sl.num.Moved() // before the instant: see Moved
+		moved := slotMoved(sl.num) // before the instant: see internal/slotmoves
 		if at := sl.num.TimeToAct(); sl.num.OK() && !at.Equal(sl.at) {
 			if err := a.moveSlot(k, at); err != nil {
 				return err

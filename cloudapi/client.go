@@ -389,9 +389,9 @@ func New(token string, opts ...Option) (*Client, error) {
 // Number returns the throughput limiter of business number phoneNumberID,
 // creating it on first use, so that callers can change its rate after an
 // upgrade (SetMPSAt: the sends waiting for their slots then go at the new
-// figure's pace) or inspect its holds. It is built with
-// throughput.WithMovingReservations: a caller that reserves on it directly
-// must follow its reservation's Moved.
+// figure's pace) or inspect its holds. A caller that reserves on it
+// directly reads each reservation's TimeToAct just before it sends: a
+// change of figure moves the slots still waiting.
 //
 // On a Client not made by New it returns a new limiter at the default rate,
 // tied to nothing.

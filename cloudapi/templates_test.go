@@ -371,7 +371,7 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 		// sending resumes at 70 s; the 4,000 messages then take 4.04 s at
 		// 1,000 msg/s (99 % of it), and 50 s at the old 80. The notice at
 		// 60 s moves the slots still waiting then to the new figure
-		// (throughput.WithMovingReservations), whatever order the
+		// (see internal/slotmoves), whatever order the
 		// goroutines ran in: 74.03 s seen every time, with -race and -cpu
 		// 1, 2 and 4. Before the slots moved, slots reserved at 80 msg/s
 		// beyond the hold kept their instants and new ones came after

@@ -96,7 +96,7 @@ func sendUpgradeCampaign(t *testing.T, c *cloudapi.Client, srv *cloudapitest.Ser
 // TestRaiseMovesQueuedSlotsForward: 2,000 sends queued at 80 msg/s (25 s
 // of slots) when the number's figure is raised to 1,000 after 1 s (the
 // THROUGHPUT_UPGRADE notice, no hold) go on at 1,000 msg/s: the slots still
-// waiting move forward (throughput.WithMovingReservations). They kept their
+// waiting move forward (see internal/slotmoves). They kept their
 // old instants, and the campaign took 25 s.
 func TestRaiseMovesQueuedSlotsForward(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -39,7 +39,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 		return r.err
 	}
 	for {
-		moved := r.Moved() // before the instant: see Moved
+		moved := r.moved() // before the instant: see moved
 		delay := r.DelayFrom(now)
 		if d, ok := ctx.Deadline(); ok && now.Add(delay).After(d) {
 			r.CancelAt(now)
@@ -70,7 +70,7 @@ type Reservation struct {
 	tk      throughputstore.BucketTicket
 	at      int64  // when it was asked
 	gen     uint64 // b's moves when it was made (see Moved)
-	movable bool   // SetMPSAt may move it (WithMovingReservations, no Store)
+	movable bool   // SetMPSAt may move it (withMovingReservations, no Store)
 }
 
 // OK reports whether the limiter can honour the reservation.
@@ -87,7 +87,8 @@ func (r Reservation) Err() error {
 }
 
 // TimeToAct returns when the sends may go (zero if not OK): the instant
-// reserved, as [Limiter.SetMPSAt] has moved it since.
+// reserved, as [Limiter.SetMPSAt] has moved it since (only a cloudapi
+// Client's limiters move their reservations).
 func (r Reservation) TimeToAct() time.Time {
 	if !r.ok {
 		return time.Time{}
@@ -103,18 +104,13 @@ func (r Reservation) act() int64 {
 	return r.b.movedTicket(r.tk, r.gen).Act
 }
 
-// Moved returns a channel that is closed at the next move of the
-// Limiter's waiting reservations, which [Limiter.SetMPSAt] makes when the
-// Limiter was built with [WithMovingReservations]: a raise of the figure
-// moves the reservations still waiting earlier, a cut moves them later, as
-// if they had been made at the new figure. A sender waiting for its
-// reservation reads Moved, then TimeToAct, and waits for the instant or
-// the channel, whichever comes first; when the channel closes it reads
-// both again (the channel first, so that no move falls between them). It
-// is nil (never closed) for a reservation that cannot move: one not OK, or
-// one of a Limiter without WithMovingReservations, of a Budget, or kept in
-// a Store.
-func (r Reservation) Moved() <-chan struct{} {
+// moved returns a channel closed at the next move of the Limiter's
+// waiting reservations (see withMovingReservations and internal/slotmoves),
+// or nil for a reservation that cannot move: one not OK, or one of a
+// Limiter that does not move its reservations, of a Budget, or kept in a
+// Store. A holder reads it before TimeToAct, so that no move falls between
+// them unseen.
+func (r Reservation) moved() <-chan struct{} {
 	if !r.ok || !r.movable {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -93,7 +94,7 @@ type options struct {
 	key      string
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
-	movable  bool   // WithMovingReservations
+	movable  bool   // withMovingReservations
 	only     []only // the options given that apply to one constructor
 	err      error  // the first invalid option
 }
@@ -174,23 +175,28 @@ func WithHeadroom(f float64) Option {
 	}
 }
 
-// WithMovingReservations makes [Limiter.SetMPSAt] move the reservations
-// still waiting (their instant after the change) to the instants the new
-// figure gives them, as if they had been made at it: a raise (a throughput
+// withMovingReservations makes SetMPSAt move the reservations still
+// waiting (their instant after the change) to the instants the new figure
+// gives them, as if they had been made at it: a raise (a throughput
 // upgrade) moves them earlier, a cut later, so that windows after the
 // change obey the new figure with the queue of waiting sends going at
 // once at its pace. Every holder of one of the Limiter's reservations must
-// then follow [Reservation.Moved] and read TimeToAct again (WaitN does,
-// and so do cloudapi's Clients, which turn this on for the limiters they
-// make): one that keeps the instant it read first would, after a raise,
-// send at the old instant among the sends of the new figure. Off by
-// default; no effect with [WithStore] (Limiters sharing a Store keep the
-// instants they handed out). New only.
-func WithMovingReservations(on bool) Option {
+// then follow its moves (see internal/slotmoves): one that keeps the
+// instant it read first would, after a raise, send at the old instant
+// among the sends of the new figure. So it is not exported: cloudapi's
+// Clients, which follow every move, turn it on for the limiters they make
+// through internal/slotmoves. No effect with WithStore (Limiters sharing a
+// Store keep the instants they handed out). New only.
+func withMovingReservations() Option {
 	return func(o *options) {
-		o.movable = on
-		o.only = append(o.only, only{"WithMovingReservations", "New"})
+		o.movable = true
+		o.only = append(o.only, only{"moving reservations", "New"})
 	}
+}
+
+func init() {
+	slotmoves.Option = withMovingReservations
+	slotmoves.Moved = Reservation.moved
 }
 
 // WithAdaptiveRate switches the rate cut after a 130429 on or off (on by
@@ -353,13 +359,13 @@ func (l *Limiter) applyLocked(t int64) {
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
 // upgrade to 1,000 messages per second (an mps below 1 means [Default]).
-// Windows that start a second or more after t obey the new figure. With
-// [WithMovingReservations] the reservations still waiting at t move to the
-// instants the new figure gives them (earlier for a raise, later for a
-// cut; see [Reservation.Moved]). Otherwise sends reserved before t keep
-// their instants: lowering the figure does not move sends already queued
-// at the old rate (cancel them to reschedule), and raising it schedules
-// new sends after them. A figure above 10,000 changes nothing and returns
+// Windows that start a second or more after t obey the new figure. Sends
+// reserved before t keep their instants: lowering the figure does not move
+// sends already queued at the old rate (cancel them to reschedule), and
+// raising it schedules new sends after them. (The limiters of a cloudapi
+// Client, whose sends follow their slots, move the slots still waiting at
+// t to the instants the new figure gives them instead: earlier for a
+// raise, later for a cut. TimeToAct then reads the moved instant.) A figure above 10,000 changes nothing and returns
 // an error matching [ErrInvalidOption]; so does a Limiter built with an
 // invalid option.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) error {

@@ -10,7 +10,8 @@ import (
 )
 
 // TestSetMPSAtMovesWaitingReservations: a Limiter built with
-// WithMovingReservations, its senders following Reservation.Moved. Sends
+// moving reservations (the cloudapi Client's), its senders following
+// their moves. Sends
 // are reserved in bursts of callers (a queue at the old figure) and
 // one by one, and the figure is raised or cut once or twice while they
 // wait (80, 1,000 and 10,000 msg/s, with or without a headroom). A send
@@ -34,7 +35,7 @@ func TestSetMPSAtMovesWaitingReservations(t *testing.T) {
 		if rapid.Bool().Draw(t, "headroom") {
 			opts = append(opts, throughput.WithHeadroom(0.1))
 		}
-		lim := throughput.New(rapid.SampledFrom(figures).Draw(t, "mps"), append(opts, throughput.WithMovingReservations(true))...)
+		lim := throughput.New(rapid.SampledFrom(figures).Draw(t, "mps"), append(opts, moving())...)
 		type change struct {
 			at        time.Time
 			perSecond int

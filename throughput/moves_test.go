@@ -7,38 +7,46 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/throughput"
 )
 
-// TestMovedReservation: Moved is nil for a Limiter whose reservations do
-// not move; with WithMovingReservations it closes at SetMPSAt, TimeToAct
+// moving and moved are the hooks of internal/slotmoves.
+var (
+	moving = slotmoves.Option.(func() throughput.Option)
+	moved  = slotmoves.Moved.(func(throughput.Reservation) <-chan struct{})
+)
+
+// TestMovedReservation: the move channel is nil for a Limiter whose
+// reservations do not move; with moving reservations (the cloudapi
+// Client's limiters) it closes at SetMPSAt, TimeToAct
 // then gives the moved instant, and giving back the latest moved
 // reservation is still exact.
 func TestMovedReservation(t *testing.T) {
 	t.Parallel()
-	if throughput.New(80).ReserveN(t0, 1).Moved() != nil {
-		t.Error("Moved is not nil without WithMovingReservations")
+	if moved(throughput.New(80).ReserveN(t0, 1)) != nil {
+		t.Error("a reservation that cannot move has a move channel")
 	}
-	lim := throughput.New(80, throughput.WithMovingReservations(true))
+	lim := throughput.New(80, moving())
 	var rs []throughput.Reservation
 	for range 81 {
 		rs = append(rs, lim.ReserveN(t0, 1))
 	}
 	last := rs[80]
-	moved := last.Moved()
+	ch := moved(last)
 	before := last.TimeToAct()
 	select {
-	case <-moved:
-		t.Fatal("Moved closed before SetMPSAt")
+	case <-ch:
+		t.Fatal("the move channel closed before SetMPSAt")
 	default:
 	}
 	if err := lim.SetMPSAt(t0, throughput.Upgraded); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-moved:
+	case <-ch:
 	default:
-		t.Fatal("Moved not closed by SetMPSAt")
+		t.Fatal("the move channel not closed by SetMPSAt")
 	}
 	after := last.TimeToAct()
 	if !after.Before(before) || after.Sub(t0) > 100*time.Millisecond {
@@ -61,7 +69,7 @@ func TestWaitNFollowsMoves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := clock.New()
 		start := time.Now()
-		lim := throughput.New(80, throughput.WithClock(c), throughput.WithMovingReservations(true))
+		lim := throughput.New(80, throughput.WithClock(c), moving())
 		for range 80 {
 			lim.ReserveN(start, 1)
 		}
