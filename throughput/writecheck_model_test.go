@@ -117,8 +117,16 @@ func (m *senderModel) simulate(start time.Time, senders, n int) []time.Time {
 // whole process, writes late after the check), the arrivals the write-time
 // check lets through hold at most PerSecond() in every closed second, at
 // 80, 1,000 and 10,000 msg/s with 1 to 64 senders, through one Limiter or
-// two or three sharing a store; one Limiter with a fixed headroom too.
-func TestWriteCheckKeepsEverySecond(t *testing.T) {
+// two or three sharing a store.
+func TestWriteCheckKeepsEverySecond(t *testing.T) { checkEverySecond(t, false) }
+
+// TestWriteCheckKeepsEverySecondWithHeadroom: the same with one Limiter
+// built WithHeadroom (0 or 10 %). Its tolerance was half an interval (50
+// µs at 10,000 msg/s): with the senders' jitter nearly every check was
+// late, and the model sent nothing.
+func TestWriteCheckKeepsEverySecondWithHeadroom(t *testing.T) { checkEverySecond(t, true) }
+
+func checkEverySecond(t *testing.T, headroom bool) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		mps := rapid.SampledFrom([]int{throughput.Default, throughput.Upgraded, 10_000}).Draw(t, "mps")
@@ -129,15 +137,13 @@ func TestWriteCheckKeepsEverySecond(t *testing.T) {
 		writeLateEvery := rapid.IntRange(0, 200).Draw(t, "writeLateEvery")
 		seconds := 1.5
 		n := int(seconds * float64(mps))
-		// One Limiter, with a fixed headroom (its figures do not follow
-		// lateness) or none, or one per process sharing a store (the
+		// One Limiter, or one per process sharing a store (the
 		// senders spread over them).
-		var opts []throughput.Option
-		if headroom := rapid.SampledFrom([]float64{-1, 0, 0.1}).Draw(t, "headroom"); headroom >= 0 {
-			opts = append(opts, throughput.WithHeadroom(headroom))
-		}
-		m := &senderModel{lims: []*throughput.Limiter{throughput.New(mps, opts...)}}
-		if procs := rapid.IntRange(1, 3).Draw(t, "processes"); procs > 1 && opts == nil {
+		m := &senderModel{lims: []*throughput.Limiter{throughput.New(mps)}}
+		if headroom { // one Limiter, its figures fixed: they follow no lateness
+			f := rapid.SampledFrom([]float64{0, 0.1}).Draw(t, "headroom")
+			m.lims = []*throughput.Limiter{throughput.New(mps, throughput.WithHeadroom(f))}
+		} else if procs := rapid.IntRange(1, 3).Draw(t, "processes"); procs > 1 {
 			store := throughputstore.NewMemoryStore(nil)
 			m.lims = nil
 			for range procs {
