@@ -69,7 +69,7 @@ type Reservation struct {
 	clock   clock.Clock
 	tk      throughputstore.BucketTicket
 	at      int64  // when it was asked
-	gen     uint64 // b's moves when it was made (see Moved)
+	gen     uint64 // b's moves when it was made (see moved)
 	movable bool   // SetMPSAt may move it (withMovingReservations, no Store)
 }
 

@@ -182,7 +182,7 @@ func (b *memBucket) moveLocked(t int64, interval time.Duration, burst int) {
 // future, never hands out tokens the old figures had spent.
 //
 // With move (SetMPSAt), the reservations waiting at t move with TAT
-// instead, both ways (see moveLocked and [Reservation.Moved]).
+// instead, both ways (see moveLocked and Reservation.moved).
 func (b *memBucket) setParams(t int64, interval time.Duration, burst int, move bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
