@@ -9,14 +9,13 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestSetMPSAtMovesWaitingReservations: a Limiter built with
-// moving reservations (the cloudapi Client's), its senders following
-// their moves. Sends
-// are reserved in bursts of callers (a queue at the old figure) and
-// one by one, and the figure is raised or cut once or twice while they
-// wait (80, 1,000 and 10,000 msg/s, with or without a headroom). A send
-// goes at its reservation's instant as moved by the changes made before
-// it went. Then:
+// TestSetMPSAtMovesWaitingReservations: a Limiter with moving
+// reservations (the cloudapi Client's), its senders following their
+// moves. Sends are reserved in bursts of callers (a queue at the old
+// figure) and one by one, and the figure is raised or cut once or twice
+// while they wait (80, 1,000 and 10,000 msg/s, with or without a
+// headroom). A send goes at its reservation's instant as moved by the
+// changes made before it went. Then:
 //
 //   - every closed second that starts a second or more after a change
 //     (SetMPSAt's promise: the second before may hold sends made at the
