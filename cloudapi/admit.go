@@ -57,6 +57,54 @@ func (a *admission) settle(t time.Time, counted, attempted int) {
 	}
 }
 
+// waitSlot waits for message k's slot of a (and, for the first bubble,
+// the pair's reservation), following the slot's moves: SetMPSAt after a
+// throughput upgrade moves the number's waiting slots earlier, a cut
+// later (see internal/slotmoves). A moved slot's instant is read
+// again, and the first bubble's pair reservation is taken again at it. A
+// slot moved past the deadline fails with a *BackpressureError.
+func (s *sending) waitSlot(a *admission, k int) error {
+	for {
+		sl := &a.slots[k]
+		moved := slotMoved(sl.num) // before the instant: see internal/slotmoves
+		if at := sl.num.TimeToAct(); sl.num.OK() && !at.Equal(sl.at) {
+			if err := a.moveSlot(k, at); err != nil {
+				return err
+			}
+			if err := s.late(at, s.c.clock.Now(), errcodes.HoldPhoneNumber); err != nil {
+				return err
+			}
+		}
+		goAt := sl.at
+		if k == 0 && a.pr.OK() {
+			goAt = maxTime(goAt, a.pr.TimeToAct())
+		}
+		again, err := clockwait.UntilOr(s.ctx, s.c.clock, goAt, moved)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// moveSlot sets message k's slot to at, where SetMPSAt moved it; the first
+// bubble takes the pair's reservation again at it.
+func (a *admission) moveSlot(k int, at time.Time) error {
+	a.slots[k].at = at
+	if k != 0 || !a.pr.OK() {
+		return nil
+	}
+	a.pr.Refund()
+	a.pr = a.c.pairs.ReserveN(at, a.pair, len(a.slots))
+	return a.pr.Err()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // admit reserves, for messages [i, i+n), the number (one slot each), the
 // pair (n together) and the tier, at instants that agree, in named steps:
 //

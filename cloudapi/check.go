@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/jsonscan"
 )
 
 // maxBody caps what is read of a response.
@@ -207,28 +208,28 @@ func decodeSuccess(data []byte) (*Result, bool) {
 // Otherwise decodeSuccess reads it.
 func scanSuccess(data []byte) (r *Result, ok bool) {
 	var res Result
-	sc := successScanner{b: data}
-	sc.space()
-	if !sc.byte('{') {
+	sc := successScanner{jsonscan.Scanner{B: data}}
+	sc.Space()
+	if !sc.Byte('{') {
 		return nil, false
 	}
 	var seen [2]bool // contacts, messages
 	for first := true; ; first = false {
-		sc.space()
-		if sc.byte('}') {
+		sc.Space()
+		if sc.Byte('}') {
 			break
 		}
-		if !first && (!sc.byte(',') || !sc.spaceThen()) {
+		if !first && (!sc.Byte(',') || !sc.SpaceThen()) {
 			return nil, false
 		}
-		key, ok := sc.member()
+		key, ok := sc.Member()
 		if !ok || folds(key, successKeys[:]...) {
 			return nil, false
 		}
 		k := slices.Index(successKeys[:], key)
 		switch {
 		case k >= 0:
-			if seen[k] || sc.peek() != '[' {
+			if seen[k] || sc.Peek() != '[' {
 				return nil, false
 			}
 			seen[k] = true
@@ -243,11 +244,11 @@ func scanSuccess(data []byte) (r *Result, ok bool) {
 			case n > 0 && k == 1:
 				res.MessageID, res.MessageStatus = fields[0], fields[1]
 			}
-		case sc.peek() == '"':
-			if _, ok := sc.str(); !ok {
+		case sc.Peek() == '"':
+			if _, ok := sc.String(); !ok {
 				return nil, false
 			}
-		case sc.peek() == '[':
+		case sc.Peek() == '[':
 			if _, ok := sc.objects(nil, nil); !ok {
 				return nil, false
 			}
@@ -255,8 +256,8 @@ func scanSuccess(data []byte) (r *Result, ok bool) {
 			return nil, false
 		}
 	}
-	sc.space()
-	if sc.i != len(data) {
+	sc.Space()
+	if sc.I != len(data) {
 		return nil, false
 	}
 	if res.MessageID == "" {
@@ -284,101 +285,38 @@ func folds(key string, names ...string) bool {
 }
 
 // successScanner reads the JSON scanSuccess accepts.
-type successScanner struct {
-	b []byte
-	i int
-}
-
-func (s *successScanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-func (s *successScanner) byte(c byte) bool {
-	if s.peek() == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *successScanner) space() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-// spaceThen skips space and reports whether something follows.
-func (s *successScanner) spaceThen() bool {
-	s.space()
-	return s.i < len(s.b)
-}
-
-// str reads a string of printable ASCII without escapes.
-func (s *successScanner) str() (string, bool) {
-	if !s.byte('"') {
-		return "", false
-	}
-	start := s.i
-	for ; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			v := string(s.b[start:s.i])
-			s.i++
-			return v, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", false
-		}
-	}
-	return "", false
-}
-
-// member reads a key and its colon.
-func (s *successScanner) member() (string, bool) {
-	k, ok := s.str()
-	if !ok {
-		return "", false
-	}
-	s.space()
-	if !s.byte(':') {
-		return "", false
-	}
-	s.space()
-	return k, true
-}
+type successScanner struct{ jsonscan.Scanner }
 
 // objects reads an array of objects of strings, keeping the members
 // named in names of its first object in fields, and returns its length.
 func (s *successScanner) objects(names, fields []string) (int, bool) {
-	s.byte('[')
+	s.Byte('[')
 	n := 0
 	for ; ; n++ {
-		s.space()
-		if s.byte(']') {
+		s.Space()
+		if s.Byte(']') {
 			return n, true
 		}
-		if n > 0 && (!s.byte(',') || !s.spaceThen()) {
+		if n > 0 && (!s.Byte(',') || !s.SpaceThen()) {
 			return 0, false
 		}
-		if !s.byte('{') {
+		if !s.Byte('{') {
 			return 0, false
 		}
 		var seen [3]bool // names
 		for first := true; ; first = false {
-			s.space()
-			if s.byte('}') {
+			s.Space()
+			if s.Byte('}') {
 				break
 			}
-			if !first && (!s.byte(',') || !s.spaceThen()) {
+			if !first && (!s.Byte(',') || !s.SpaceThen()) {
 				return 0, false
 			}
-			key, ok := s.member()
+			key, ok := s.Member()
 			if !ok || folds(key, names...) {
 				return 0, false
 			}
-			v, ok := s.str()
+			v, ok := s.String()
 			if !ok {
 				return 0, false
 			}

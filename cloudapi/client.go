@@ -323,8 +323,11 @@ func WithIdempotencyKeys(f func() string) Option {
 // the caller set in Message.IdempotencyKey are remembered; a send whose key
 // is remembered makes no request and fails with ErrDuplicate. Memory stays
 // below about keys x 1 KiB (a key is at most 512 bytes). Keys are forgotten
-// oldest first; the memory is per Client and lost with it (a durable queue
-// remembers for longer).
+// oldest first, but never while their send is in flight (a retry could then
+// be sent twice): a send that finds the keys of sends in flight filling the memory
+// fails at once with ErrIdempotencyMemoryFull, sending nothing, so keep
+// keys above the sends you keep in flight at once. The memory is per
+// Client and lost with it (a durable queue remembers for longer).
 func WithIdempotencyMemory(keys int, age time.Duration) Option {
 	return func(c *Client) error {
 		if keys < 1 || age <= 0 {
@@ -385,7 +388,10 @@ func New(token string, opts ...Option) (*Client, error) {
 
 // Number returns the throughput limiter of business number phoneNumberID,
 // creating it on first use, so that callers can change its rate after an
-// upgrade (SetMPSAt) or inspect its holds.
+// upgrade (SetMPSAt: the sends waiting for their slots then go at the new
+// figure's pace) or inspect its holds. A caller that reserves on it
+// directly reads each reservation's TimeToAct just before it sends: a
+// change of figure moves the slots still waiting.
 //
 // On a Client not made by New it returns a new limiter at the default rate,
 // tied to nothing.

@@ -1,10 +1,12 @@
 package cloudapi_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
 
+	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/cloudapi"
 )
 
@@ -13,7 +15,10 @@ import (
 // first (its wamid, no request): the second recipient got nothing. A key
 // names one message: another message is refused with
 // ErrIdempotencyConflict, no request made; the same message again is still
-// a duplicate, answered with the first outcome.
+// a duplicate, answered with the first outcome. The refusal is permanent
+// (StateFailed, a *IdempotencyConflictError naming the key): sending the
+// same message again cannot succeed, and a queue that retried "not
+// submitted" sends (the outbox, ten times) must not retry it.
 func TestKeyReusedForAnotherMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil)
@@ -30,8 +35,17 @@ func TestKeyReusedForAnotherMessage(t *testing.T) {
 			if !errors.Is(err, cloudapi.ErrIdempotencyConflict) || errors.Is(err, cloudapi.ErrDuplicate) || res != nil {
 				t.Errorf("%s: Send = %+v, %v; want ErrIdempotencyConflict", name, res, err)
 			}
-			if st := cloudapi.StateOf(err); st != cloudapi.StateNotSubmitted {
-				t.Errorf("%s: state %v, want not_submitted", name, st)
+			if st := cloudapi.StateOf(err); st != cloudapi.StateFailed {
+				t.Errorf("%s: state %v, want failed", name, st)
+			}
+			var ce *cloudapi.IdempotencyConflictError
+			if !errors.As(err, &ce) || ce.IdempotencyKey != "order-1" {
+				t.Errorf("%s: %v is not an *IdempotencyConflictError naming the key", name, err)
+			}
+			calls := 0
+			_ = backoff.Retry(t.Context(), backoff.Exponential{}, func(context.Context) error { calls++; return err })
+			if calls != 1 {
+				t.Errorf("%s: backoff.Retry made %d attempts, want 1", name, calls)
 			}
 			if n := len(h.srv.Requests()) - before; n != 0 {
 				t.Errorf("%s: %d requests made", name, n)

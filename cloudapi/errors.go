@@ -36,7 +36,9 @@ const (
 	// the idempotency key in status webhooks.
 	StateSubmittedUnknown SendState = "submitted_unknown"
 	// StateFailed: Meta refused the message for a reason waiting will not
-	// fix (a request error, 131049, ...). Do not resend it as it is.
+	// fix (a request error, 131049, ...), or the Client did, sending
+	// nothing (its idempotency key names another message:
+	// ErrIdempotencyConflict). Do not resend it as it is.
 	StateFailed SendState = "failed"
 )
 
@@ -64,6 +66,15 @@ var ErrDuplicate = errors.New("cloudapi: idempotency key already sent")
 // it as not sent and try again later.
 var ErrInProgress = errors.New("cloudapi: a send with this idempotency key is in progress")
 
+// ErrIdempotencyMemoryFull is matched by the error of a send refused
+// because the Client's memory of idempotency keys (WithIdempotencyMemory)
+// is full of keys whose sends are still in flight: forgetting one would
+// let a retry of it be sent twice, so the new send claims nothing, makes
+// no request and fails at once, a *SendError in StateNotSubmitted. It is
+// safe to send the message again once sends in flight have ended; give the
+// Client a larger memory than the sends it keeps in flight at once.
+var ErrIdempotencyMemoryFull = errors.New("cloudapi: idempotency memory full of sends in flight")
+
 // ErrZeroClient is returned by the methods of a Client not made by New
 // (the zero Client, or a nil one): it has no token, limits or memory of
 // keys, so it sends nothing.
@@ -72,9 +83,31 @@ var ErrZeroClient = errors.New("cloudapi: Client not made by New")
 // ErrIdempotencyConflict is matched by the error of a send whose
 // idempotency key the Client remembers for another message (another sender
 // or recipient, other content): a key names one message, so no request is
-// made and the message is in StateNotSubmitted. The same message again is
-// a duplicate (ErrDuplicate), answered with the first send's outcome.
+// made. The refusal is permanent: the error is a *SendError in StateFailed
+// wrapping an [*IdempotencyConflictError], which no retry policy retries
+// (sending the same message again with that key cannot succeed while the
+// Client remembers the key). The same message again is a duplicate
+// (ErrDuplicate), answered with the first send's outcome.
 var ErrIdempotencyConflict = errors.New("cloudapi: idempotency key already used for another message")
+
+// IdempotencyConflictError is the cause of a send refused because its
+// idempotency key names another message (see [ErrIdempotencyConflict],
+// which it matches):
+//
+//	var ce *cloudapi.IdempotencyConflictError
+//	if errors.As(err, &ce) { useAnotherKey(ce.IdempotencyKey) }
+type IdempotencyConflictError struct {
+	// IdempotencyKey is the key the Client remembers for another message.
+	IdempotencyKey string
+}
+
+// Error names the key.
+func (e *IdempotencyConflictError) Error() string {
+	return "cloudapi: idempotency key " + strconv.Quote(e.IdempotencyKey) + " already used for another message"
+}
+
+// Is reports whether target is ErrIdempotencyConflict.
+func (e *IdempotencyConflictError) Is(target error) bool { return target == ErrIdempotencyConflict }
 
 // BackpressureError reports that a message could not be sent before its
 // freshness deadline (or the context's deadline) because a limit would make

@@ -2,7 +2,6 @@ package cloudapi
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -26,17 +25,23 @@ type sent struct {
 // idemMemory remembers the keys a Client sent, bounded in entries and age:
 // at most max keys (each at most 512 bytes, Validate's limit, plus about
 // 200 bytes of outcome), none older than age. Keys are forgotten oldest
-// first. The zero value is not usable; see newIdemMemory.
+// first, save for keys whose send is in flight, which are never forgotten
+// (a retry of one would be sent a second time): when the memory is full,
+// an oldest claim in flight moves to the newest end of the ring and the
+// next oldest goes; when every key is in flight, a claim fails
+// (ErrIdempotencyMemoryFull) and claims nothing. The zero value is not
+// usable; see newIdemMemory.
 type idemMemory struct {
 	max int
 	age time.Duration
 
-	mu    sync.Mutex           // protects the fields below
-	m     map[string]idemEntry // by key
-	order []ringItem           // claims, oldest first from head (a FIFO ring)
-	head  int                  // index of the oldest claim in order
-	n     int                  // claims in order
-	seq   uint64               // numbers claims
+	mu       sync.Mutex           // protects the fields below
+	m        map[string]idemEntry // by key
+	order    []ringItem           // claims, oldest first from head (a FIFO ring)
+	head     int                  // index of the oldest claim in order
+	n        int                  // claims in order
+	seq      uint64               // numbers claims
+	inFlight int                  // keys in m whose send is in progress (rec == nil)
 }
 
 type idemEntry struct {
@@ -55,7 +60,8 @@ func newIdemMemory(max int, age time.Duration) *idemMemory {
 }
 
 // pop removes the oldest claim, forgetting its key unless the key was
-// claimed again since. Called with im.mu held.
+// claimed again since. The caller has checked that its send is not in
+// flight. Called with im.mu held.
 func (im *idemMemory) pop() {
 	it := im.order[im.head]
 	if e, ok := im.m[it.key]; ok && e.seq == it.seq {
@@ -66,12 +72,22 @@ func (im *idemMemory) pop() {
 	im.n--
 }
 
+// inFlightAt reports whether the claim at ring index i is its key's
+// current claim and the key's send is in progress. Called with im.mu held.
+func (im *idemMemory) inFlightAt(i int) bool {
+	it := im.order[i]
+	e, ok := im.m[it.key]
+	return ok && e.seq == it.seq && e.rec == nil
+}
+
 // claim marks keys as in progress at now, for the messages whose
 // fingerprints are prints (nil: not checked). It returns ok == false,
 // claiming nothing, when one of them is already remembered: then dup is
 // its index and, if that key names another message, conflict is set;
 // otherwise first is the key's record (nil while its send is in progress).
-func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, first *sent, conflict, ok bool) {
+// It returns full, claiming nothing, when the memory cannot make room for
+// keys without forgetting a key in flight.
+func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, first *sent, conflict, ok, full bool) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	im.expire(now.UnixNano())
@@ -84,26 +100,35 @@ func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, firs
 	for i, k := range keys {
 		if e, seen := im.m[k]; seen {
 			if e.rec == nil || now.UnixNano()-e.rec.at < int64(im.age) {
-				return i, e.rec, e.print != printOf(i), false
+				return i, e.rec, e.print != printOf(i), false, false
 			}
 			delete(im.m, k) // aged out behind an older send still in progress
 		}
 		for j, prev := range keys[:i] {
 			if prev == k {
-				return i, nil, printOf(j) != printOf(i), false
+				return i, nil, printOf(j) != printOf(i), false, false
 			}
 		}
 	}
+	if im.inFlight+len(keys) > im.max {
+		return 0, nil, false, false, true
+	}
 	for i, k := range keys {
-		if im.n == im.max { // full: forget the oldest
-			im.pop()
+		for im.n == im.max { // full: forget the oldest not in flight
+			if !im.inFlightAt(im.head) {
+				im.pop()
+				break
+			}
+			// Keep it: with the ring full, the oldest becomes the newest.
+			im.head = (im.head + 1) % im.max
 		}
 		im.seq++
 		im.order[(im.head+im.n)%im.max] = ringItem{key: k, seq: im.seq}
 		im.n++
 		im.m[k] = idemEntry{seq: im.seq, print: printOf(i)}
+		im.inFlight++
 	}
-	return 0, nil, false, true
+	return 0, nil, false, true, false
 }
 
 // record stores the outcome of key's send at now.
@@ -111,6 +136,9 @@ func (im *idemMemory) record(now time.Time, key string, s sent) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if e, ok := im.m[key]; ok {
+		if e.rec == nil {
+			im.inFlight--
+		}
 		s.at = now.UnixNano()
 		e.rec = &s
 		im.m[key] = e
@@ -122,6 +150,9 @@ func (im *idemMemory) record(now time.Time, key string, s sent) {
 func (im *idemMemory) release(key string) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
+	if e, ok := im.m[key]; ok && e.rec == nil {
+		im.inFlight--
+	}
 	delete(im.m, key)
 }
 
@@ -147,9 +178,10 @@ func fingerprint(fromID uint64, body []byte) string {
 	return string(h.Sum(nil)[:16])
 }
 
-// conflict is the error of a send whose key names another message.
+// conflict is the error of a send whose key names another message: a
+// permanent refusal, nothing sent.
 func conflict(key string) error {
-	return fmt.Errorf("%w: %q", ErrIdempotencyConflict, key)
+	return &SendError{State: StateFailed, IdempotencyKey: key, Err: &IdempotencyConflictError{IdempotencyKey: key}}
 }
 
 // duplicate returns the error (and, for an accepted first send, the

@@ -13,6 +13,7 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/throughput"
 )
 
 // BenchmarkOneNumberPaced measures how close one number configured at N
@@ -31,7 +32,16 @@ func BenchmarkOneNumberPaced(b *testing.B) {
 	}
 }
 
-func benchOneNumber(b *testing.B, mps int) {
+// BenchmarkOneNumberPacedHeadroom is BenchmarkOneNumberPaced with the
+// number's limiter built with throughput.WithHeadroom(0): a fixed margin,
+// which does not follow the lateness observed.
+func BenchmarkOneNumberPacedHeadroom(b *testing.B) {
+	for _, mps := range []int{1_000, 5_000, 10_000} {
+		b.Run(fmt.Sprintf("mps=%d", mps), func(b *testing.B) { benchOneNumber(b, mps, throughput.WithHeadroom(0)) })
+	}
+}
+
+func benchOneNumber(b *testing.B, mps int, opts ...throughput.Option) {
 	const senders = 64
 	var rates []float64
 	var cpu time.Duration
@@ -39,7 +49,7 @@ func benchOneNumber(b *testing.B, mps int) {
 	for range b.N {
 		srv := cloudapitest.NewServer(b, cloudapitest.WithThroughput(mps))
 		c, err := cloudapi.New("BENCH_TOKEN", cloudapi.WithHTTPClient(&http.Client{Transport: srv.Client().Transport}),
-			cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(mps))
+			cloudapi.WithBaseURL(cloudapitest.BaseURL), cloudapi.WithThroughput(mps, opts...))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -124,6 +124,15 @@ func (g *gate) check() error {
 	}
 	for {
 		sl := &g.a.slots[g.k]
+		if at := sl.num.TimeToAct(); !at.Equal(sl.at) {
+			// SetMPSAt moved the slot since the wait: wait for its new
+			// instant (none if it moved earlier), then check it.
+			if err := g.s.waitSlot(g.a, g.k); err != nil {
+				g.aborted = err
+				return err
+			}
+			continue
+		}
 		now := g.now()
 		held := g.num.HeldUntil().After(now)
 		if !held {
@@ -184,7 +193,7 @@ func (g *gate) reslot(now time.Time) error {
 	if err := s.late(sl.at, now, hold); err != nil {
 		return err
 	}
-	return clockwait.Until(s.ctx, c.clock, sl.at)
+	return s.waitSlot(a, g.k)
 }
 
 // wrote reports to the number's limiter that the request's bytes went out

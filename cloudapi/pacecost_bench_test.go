@@ -10,11 +10,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/internal/cputime"
 )
 
 // cannedTraced answers as cannedOK does, copies the body as net/http's
@@ -49,11 +49,11 @@ func (cannedTraced) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // cpuTime is the process's user + system CPU time so far.
 func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+	d := cputime.Self()
+	if d == 0 {
+		b.Fatal("cannot read the process's CPU time")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 // BenchmarkWriteCheckInterleaved measures the write-time check's cost per

@@ -9,7 +9,6 @@ import (
 
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/internal/clockwait"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/writemark"
 	"github.com/wapace/wapace/pairlimit"
@@ -126,7 +125,9 @@ func (c *Client) SendBurst(ctx context.Context, from string, msgs ...Message) ([
 			prints = append(prints, fingerprint(s.fromID, s.printBody(i)))
 		}
 	}
-	if j, first, conflicting, ok := c.idem.claim(c.clock.Now(), given, prints); !ok {
+	if j, first, conflicting, ok, full := c.idem.claim(c.clock.Now(), given, prints); full {
+		return make([]*Result, len(msgs)), &SendError{State: StateNotSubmitted, IdempotencyKey: given[0], Err: ErrIdempotencyMemoryFull}
+	} else if !ok {
 		if conflicting {
 			return make([]*Result, len(msgs)), conflict(given[j])
 		}
@@ -315,9 +316,13 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	mark := writemark.From(s.ctx)
 	for k := range n {
 		idx := i + k
-		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
+		if err := s.waitSlot(a, k); err != nil {
 			a.settle(c.clock.Now(), k, k)
 			s.states[idx] = StateNotSubmitted
+			var bp *BackpressureError
+			if errors.As(err, &bp) { // a cut moved the slot past the deadline
+				return k, false, bp
+			}
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		endpoint, body, err := s.route(idx)

@@ -3,6 +3,7 @@ package cloudapi
 import (
 	"fmt"
 
+	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
@@ -58,10 +59,19 @@ func (c *Client) pairOptions() []pairlimit.Option {
 	return opts
 }
 
+// movingSlots is throughput's option that makes SetMPSAt move the slots
+// still waiting, and slotMoved the channel a slot's wait follows (see
+// internal/slotmoves): the Client's sends follow every move.
+var (
+	movingSlots = slotmoves.Option.(func() throughput.Option)
+	slotMoved   = slotmoves.Moved.(func(throughput.Reservation) <-chan struct{})
+)
+
 // numberOptions are the options of business number id's throughput
 // limiter.
 func (c *Client) numberOptions(id string) []throughput.Option {
-	opts := append([]throughput.Option{throughput.WithClock(c.clock)}, c.tpOpts...)
+	// Its sends follow their slots' moves (SetMPSAt after an upgrade).
+	opts := append([]throughput.Option{throughput.WithClock(c.clock), movingSlots()}, c.tpOpts...)
 	if c.store != nil {
 		opts = append(opts, throughput.WithStore(c.store.Throughput(), id))
 	}

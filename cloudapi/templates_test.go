@@ -366,17 +366,20 @@ func TestThroughputUpgradeWebhookRaisesTheRate(t *testing.T) {
 			srv.PostWebhook(hook, notice)
 		}()
 		start := time.Now()
-		sendUpgradeCampaign(t, c, srv, 2000)
+		sendUpgradeCampaign(t, c, srv, 4000)
 		// The number's 131057 hold is polled after 10, 20 and 40 s, so
-		// sending resumes at 70 s; the 2,000 messages then take 2 s at
-		// 1,000 msg/s, and 25 s at the old 80. Some go at 80: how many
-		// depends on the order in which the 2,000 goroutines ran at the
-		// same instants (72 to 81 s seen, the most under CPU load and
-		// -race: a defect left open), so the bound only says that most
-		// went at the new rate; the sends after the notice are timed
-		// below.
-		if took := time.Since(start); took > 88*time.Second {
-			t.Errorf("the campaign took %v: the new rate was not used", took)
+		// sending resumes at 70 s; the 4,000 messages then take 4.04 s at
+		// 1,000 msg/s (99 % of it), and 50 s at the old 80. The notice at
+		// 60 s moves the slots still waiting then to the new figure
+		// (see internal/slotmoves), whatever order the
+		// goroutines ran in: 74.03 s seen every time, with -race and -cpu
+		// 1, 2 and 4. Before the slots moved, slots reserved at 80 msg/s
+		// beyond the hold kept their instants and new ones came after
+		// them: 74.03 s or, in some orders, 79.96 s (2,000 messages: 72
+		// to 81 s seen under CPU load). TestRaiseMovesQueuedSlotsForward
+		// shows that defect in every order.
+		if took := time.Since(start); took > 74500*time.Millisecond {
+			t.Errorf("the campaign took %v, want at most 74.5 s: queued sends kept the old rate", took)
 		}
 		start = time.Now()
 		var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package cloudapi_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -91,4 +92,86 @@ func sendUpgradeCampaign(t *testing.T, c *cloudapi.Client, srv *cloudapitest.Ser
 	if n := srv.Count(errcodes.ThroughputLimit); n != 0 {
 		t.Errorf("%d x 130429", n)
 	}
+}
+
+// TestRaiseMovesQueuedSlotsForward: 2,000 sends queued at 80 msg/s (25 s
+// of slots) when the number's figure is raised to 1,000 after 1 s (the
+// THROUGHPUT_UPGRADE notice, no hold) go on at 1,000 msg/s: the slots still
+// waiting move forward (see internal/slotmoves). They kept their
+// old instants, and the campaign took 25 s.
+func TestRaiseMovesQueuedSlotsForward(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, throughput.Upgraded))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		go func() {
+			time.Sleep(time.Second)
+			if err := c.Number(number).SetMPSAt(time.Now(), throughput.Upgraded); err != nil {
+				t.Error(err)
+			}
+		}()
+		sendUpgradeCampaign(t, c, srv, 2000)
+		// About 80 go in the first second; the other 1,920 then take
+		// 1.94 s at 990 msg/s (99 % of the figure).
+		if took, want := time.Since(start), 3*time.Second; took > want {
+			t.Errorf("the campaign took %v, want at most %v: queued sends kept the old rate", took, want)
+		}
+	})
+}
+
+// TestCutMovesQueuedSlotsLater: 2,000 sends queued at 1,000 msg/s when the
+// number's figure is cut to 80 after 100 ms go on at 80 msg/s: the slots
+// still waiting move later, so that no second after the cut holds more
+// than 80 of them. They kept their instants, and went within 2 s.
+func TestCutMovesQueuedSlotsLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, throughput.Upgraded))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
+			cloudapi.WithNumberThroughput(number, throughput.Upgraded))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		cut := start.Add(100 * time.Millisecond)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			if err := c.Number(number).SetMPSAt(time.Now(), throughput.Default); err != nil {
+				t.Error(err)
+			}
+		}()
+		var wg sync.WaitGroup
+		for i := range 2000 {
+			wg.Go(func() {
+				if _, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi")); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		var after []time.Time
+		for _, r := range srv.Requests() {
+			if !r.At.Before(cut.Add(time.Second)) {
+				after = append(after, r.At)
+			}
+		}
+		slices.SortFunc(after, time.Time.Compare)
+		for i, a := range after {
+			n := 0
+			for _, b := range after[i:] {
+				if b.After(a.Add(time.Second)) {
+					break
+				}
+				n++
+			}
+			if n > throughput.Default {
+				t.Fatalf("%d sends in the second from +%v, a second after the cut to 80 msg/s", n, a.Sub(start))
+			}
+		}
+		if took := time.Since(start); took < 20*time.Second {
+			t.Errorf("the campaign took %v: the slots kept the old rate after the cut", took)
+		}
+	})
 }

@@ -97,9 +97,10 @@ func TestOutcomeClassification(t *testing.T) {
 		{name: "write mark not committed",
 			err:  &cloudapi.SendError{State: cloudapi.StateNotSubmitted, Attempts: 1, Err: fmt.Errorf("%w: database is locked", errNotMarked)},
 			want: want{state: StateQueued}},
-		{name: "key names another message",
-			err:  fmt.Errorf("%w: %q", cloudapi.ErrIdempotencyConflict, "k"),
-			want: want{state: StateQueued, due: retryAfterRefusals, counted: true}},
+		{name: "key names another message: permanent, not retried",
+			err: &cloudapi.SendError{State: cloudapi.StateFailed, IdempotencyKey: "k",
+				Err: &cloudapi.IdempotencyConflictError{IdempotencyKey: "k"}},
+			want: want{state: StateFailed}},
 	}
 	o, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
 	if err != nil {

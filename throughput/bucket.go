@@ -38,26 +38,39 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 	case r.err != nil:
 		return r.err
 	}
-	delay := r.DelayFrom(now)
-	err := clockwait.Reserved(ctx, c, now, delay, r.CancelAt)
-	if errors.Is(err, clockwait.ErrPastDeadline) {
-		return fmt.Errorf("throughput: must wait %v: %w", delay, backoff.ErrDeadline)
+	for {
+		moved := r.moved() // before the instant: see moved
+		delay := r.DelayFrom(now)
+		if d, ok := ctx.Deadline(); ok && now.Add(delay).After(d) {
+			r.CancelAt(now)
+			return fmt.Errorf("throughput: must wait %v: %w", delay, backoff.ErrDeadline)
+		}
+		again, err := clockwait.UntilOr(ctx, c, now.Add(delay), moved)
+		if err != nil {
+			r.CancelAt(c.Now())
+			return err
+		}
+		if !again {
+			return nil
+		}
+		now = c.Now() // SetMPSAt moved it: wait for its new instant
 	}
-	return err
 }
 
 // Reservation is a Limiter's or a Budget's promise that n sends or calls
 // may go at a given instant. It is a small value; cancelling it twice is
 // harmless. The zero Reservation is not OK.
 type Reservation struct {
-	ok    bool
-	err   error
-	b     *memBucket
-	store throughputstore.Store
-	key   string
-	clock clock.Clock
-	tk    throughputstore.BucketTicket
-	at    int64 // when it was asked
+	ok      bool
+	err     error
+	b       *memBucket
+	store   throughputstore.Store
+	key     string
+	clock   clock.Clock
+	tk      throughputstore.BucketTicket
+	at      int64  // when it was asked
+	gen     uint64 // b's moves when it was made (see moved)
+	movable bool   // SetMPSAt may move it (withMovingReservations, no Store)
 }
 
 // OK reports whether the limiter can honour the reservation.
@@ -73,12 +86,35 @@ func (r Reservation) Err() error {
 	return r.err
 }
 
-// TimeToAct returns when the sends may go (zero if not OK).
+// TimeToAct returns when the sends may go (zero if not OK): the instant
+// reserved, as [Limiter.SetMPSAt] has moved it since (only a cloudapi
+// Client's limiters move their reservations).
 func (r Reservation) TimeToAct() time.Time {
 	if !r.ok {
 		return time.Time{}
 	}
-	return time.Unix(0, r.tk.Act)
+	return time.Unix(0, r.act())
+}
+
+// act is the instant of r, moved.
+func (r Reservation) act() int64 {
+	if r.store != nil {
+		return r.tk.Act
+	}
+	return r.b.movedTicket(r.tk, r.gen).Act
+}
+
+// moved returns a channel closed at the next move of the Limiter's
+// waiting reservations (see withMovingReservations and internal/slotmoves),
+// or nil for a reservation that cannot move: one not OK, or one of a
+// Limiter that does not move its reservations, of a Budget, or kept in a
+// Store. A holder reads it before TimeToAct, so that no move falls between
+// them unseen.
+func (r Reservation) moved() <-chan struct{} {
+	if !r.ok || !r.movable {
+		return nil
+	}
+	return r.b.nextMove()
 }
 
 // DelayFrom returns how long after t the sends may go; zero means at once.
@@ -88,7 +124,7 @@ func (r Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
 		return infDuration
 	}
-	return time.Duration(max(r.tk.Act-t.UnixNano(), 0))
+	return time.Duration(max(r.act()-t.UnixNano(), 0))
 }
 
 // Delay is shorthand for DelayFrom(clock.Now()).
@@ -108,7 +144,7 @@ func (r Reservation) CancelAt(t time.Time) {
 		return
 	}
 	if r.store == nil {
-		r.b.cancel(t.UnixNano(), r.tk)
+		r.b.cancel(t.UnixNano(), r.tk, r.gen)
 		return
 	}
 	_, _ = r.store.Cancel(context.Background(), r.key, t, r.tk)

@@ -78,7 +78,7 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 		perHour = 0.5
 	}
 	b.interval = intervalOf(perHour / 3600)
-	b.b.setParams(0, b.interval, b.burst)
+	b.b.setParams(0, b.interval, b.burst, false)
 }
 
 func (b *Budget) init() { b.once.Do(func() { b.setup(budgetDefault, nil) }) }

@@ -74,7 +74,9 @@
 // sends after it shift instead of bunching with it. The cloudapi Client
 // does all this for every message; [WithHeadroom] fixes the margin
 // instead.
-// [Limiter.SetMPSAt] applies a new figure after an upgrade.
+// [Limiter.SetMPSAt] applies a new figure after an upgrade (the cloudapi
+// Client's limiters also move the sends already waiting to the new
+// figure's pace).
 //
 // A [Tier] counts a recipient (a phone number or a business-scoped user
 // ID; the two are different recipients) from its latest admitted send for

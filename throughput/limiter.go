@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
@@ -93,6 +94,7 @@ type options struct {
 	key      string
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
+	movable  bool   // withMovingReservations
 	only     []only // the options given that apply to one constructor
 	err      error  // the first invalid option
 }
@@ -155,9 +157,12 @@ func WithClock(c clock.Clock) Option {
 // Without WithHeadroom the Limiter needs none for jitter: the margin
 // follows the lateness its sender observes ([Limiter.ObserveSend],
 // [Limiter.Margin]; cloudapi reports every send). WithHeadroom fixes the
-// margin instead: the adaptive margin is off (Margin is 0) and the
-// tolerance is half an interval, so give a headroom that covers the
-// lateness of your senders as well as any traffic wapace does not see.
+// margin instead: the adaptive margin is off, and the tolerance and margin
+// are those of a Limiter that observes no lateness (the least tolerance,
+// 5 ms or half an interval, with the margin that covers it; with
+// [WithStore], from half an interval until the sends observed tell its
+// share of the slots), so give a headroom that covers the lateness of your
+// senders beyond that as well as any traffic wapace does not see.
 func WithHeadroom(f float64) Option {
 	return func(o *options) {
 		o.only = append(o.only, only{"WithHeadroom", "New"})
@@ -168,6 +173,30 @@ func WithHeadroom(f float64) Option {
 		o.headroom = f
 		o.fixed = true
 	}
+}
+
+// withMovingReservations makes SetMPSAt move the reservations still
+// waiting (their instant after the change) to the instants the new figure
+// gives them, as if they had been made at it: a raise (a throughput
+// upgrade) moves them earlier, a cut later, so that windows after the
+// change obey the new figure with the queue of waiting sends going at
+// once at its pace. Every holder of one of the Limiter's reservations must
+// then follow its moves (see internal/slotmoves): one that keeps the
+// instant it read first would, after a raise, send at the old instant
+// among the sends of the new figure. So it is not exported: cloudapi's
+// Clients, which follow every move, turn it on for the limiters they make
+// through internal/slotmoves. No effect with WithStore (Limiters sharing a
+// Store keep the instants they handed out). New only.
+func withMovingReservations() Option {
+	return func(o *options) {
+		o.movable = true
+		o.only = append(o.only, only{"moving reservations", "New"})
+	}
+}
+
+func init() {
+	slotmoves.Option = withMovingReservations
+	slotmoves.Moved = Reservation.moved
 }
 
 // WithAdaptiveRate switches the rate cut after a 130429 on or off (on by
@@ -233,6 +262,7 @@ type Limiter struct {
 	looseTolAt    int64         // when a pending higher tolerance may apply (0: none)
 	looseTol      time.Duration // the highest it may then be
 	looseMarginAt int64         // when a pending lower margin may apply (0: none)
+	move          bool          // applyLocked moves the reservations waiting (SetMPSAt)
 	late          lateness      // recent lateness, see ObserveSend (8 KiB: last)
 }
 
@@ -292,20 +322,23 @@ func (l *Limiter) setLocked(t int64, mps int) {
 		mps = Default
 	}
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
+	l.move = l.opts.movable && l.opts.store == nil
 	l.applyLocked(t)
+	l.move = false
 }
 
 func (l *Limiter) applyLocked(t int64) {
 	b, r := split(l.perSecond, l.factor)
 	l.interval0 = intervalOf(r)
 	if l.late.n == 0 {
-		// No lateness seen yet: the least tolerance, and the margin
+		// No lateness seen yet (with WithHeadroom, never: the figures
+		// do not follow lateness): the least tolerance, and the margin
 		// that covers it (see figures). With a Store, half an interval
 		// and no margin: the margin a tolerance needs depends on the
 		// share of the slots this Limiter takes, which only its samples
 		// tell.
 		tol := l.interval0 / 2
-		if !l.opts.fixed && l.opts.store == nil {
+		if l.opts.store == nil {
 			tol = max(tol, minTolerance)
 			l.margin = roundMargin(tol - l.interval0/2)
 		}
@@ -315,18 +348,26 @@ func (l *Limiter) applyLocked(t int64) {
 	l.cover.Store(int64(l.interval0/2 + time.Duration(float64(l.margin)*l.share)))
 	r /= 1 + l.margin.Seconds()
 	l.burst, l.interval = b, intervalOf(r)
-	l.b.setParams(t, l.interval, l.burst)
+	gen := l.b.gen.Load()
+	l.b.setParams(t, l.interval, l.burst, l.move)
+	if l.b.gen.Load() != gen {
+		// The slots handed out moved: so did the latest (see retune).
+		l.lastSlot.Store(l.b.movedTicket(throughputstore.BucketTicket{Act: l.lastSlot.Load()}, gen).Act)
+	}
 	l.degraded.Store(l.factor < 1)
 }
 
 // SetMPSAt changes the number's throughput at t, for example after Meta's
 // upgrade to 1,000 messages per second (an mps below 1 means [Default]).
-// Windows that start a second or more after t obey the new figure, save
-// for sends reserved before t, which keep their instants: lowering the
-// figure does not move sends already queued at the old rate (cancel them
-// to reschedule), and raising it schedules new sends after them. A figure
-// above 10,000 changes nothing and returns an error matching
-// [ErrInvalidOption]; so does a Limiter built with an invalid option.
+// Windows that start a second or more after t obey the new figure. Sends
+// reserved before t keep their instants: lowering the figure does not move
+// sends already queued at the old rate (cancel them to reschedule), and
+// raising it schedules new sends after them. (The limiters of a cloudapi
+// Client, whose sends follow their slots, move the slots still waiting at
+// t to the instants the new figure gives them instead: earlier for a
+// raise, later for a cut. TimeToAct then reads the moved instant.) A figure above 10,000 changes nothing and returns
+// an error matching [ErrInvalidOption]; so does a Limiter built with an
+// invalid option.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 	l.init()
 	if l.err != nil {
@@ -461,8 +502,9 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		ok  bool
 		err error
 	)
+	var gen uint64
 	if o.store == nil {
-		tk, ok, err = b.reserveLocal(t, n, maxWait)
+		tk, gen, ok, err = b.reserveLocal(t, n, maxWait)
 		if err != nil {
 			return Reservation{err: err}
 		}
@@ -485,7 +527,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	if !ok {
 		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
-	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t}
+	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t, gen: gen, movable: o.movable && o.store == nil}
 }
 
 // errTooLate: the reservation would start after its maximum wait.

@@ -224,8 +224,9 @@ func roundMargin(m time.Duration) time.Duration {
 // out (the zero Time when the check gave the slot back and took a new one).
 // The Limiter keeps recent high quantiles of how late the checks and the
 // writes were, in memory, and derives [Limiter.Tolerance] and
-// [Limiter.Margin] from them, unless [WithHeadroom] fixed the margin (then
-// the margin is 0 and the tolerance half an interval). A write later than its slot by more than the margin covers (the process
+// [Limiter.Margin] from them, unless [WithHeadroom] fixed them (then they
+// are those of a Limiter that observes no lateness: see Tolerance). A
+// write later than its slot by more than the margin covers (the process
 // was descheduled between the check and the write) holds the number for
 // the excess from wrote, as a refusal's hold does but counting no refusal
 // (shared through the Store like any hold): the sends after it shift by
@@ -245,12 +246,15 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 			l.pause(wrote.Add(over))
 		}
 	}
+	check := checked.Sub(slot)
 	if l.opts.fixed {
-		return
+		// The figures follow no lateness, only (with a Store) the share
+		// of the slots this Limiter takes.
+		check, write = 0, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.late.add(slot.UnixNano(), checked.Sub(slot), write) {
+	if !l.late.add(slot.UnixNano(), check, write) {
 		return
 	}
 	tol, margin, f, w := l.late.figures(l.interval0, l.opts.store != nil)
@@ -319,9 +323,9 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w ti
 // half the bucket's interval at least, and at least 5 ms (the margin then
 // covers the difference: at 1,000 msg/s a new Limiter has a margin of
 // 5 ms), more when the recent lateness observed with ObserveSend is
-// larger (see Margin). With [WithHeadroom] it is half an interval; with
-// [WithStore] it starts at half an interval, until the sends observed
-// tell the share of the slots the Limiter takes, which the margin for 5 ms
+// larger (see Margin); with [WithHeadroom] lateness does not move it. With
+// [WithStore] it starts at half an interval, until the sends observed tell
+// the share of the slots the Limiter takes, which the margin for 5 ms
 // depends on.
 func (l *Limiter) Tolerance() time.Duration {
 	l.init()
@@ -334,8 +338,8 @@ func (l *Limiter) Tolerance() time.Duration {
 // lateness still fit one second at Meta. It covers the tolerance's excess
 // over half an interval (so it is 0 at rates up to 100 msg/s until
 // ObserveSend has seen lateness above half an interval, 5 ms less half an
-// interval, rounded up to the millisecond, at higher rates), and is
-// always 0 with WithHeadroom.
+// interval, rounded up to the millisecond, at higher rates). With
+// WithHeadroom it stays what covers the least tolerance.
 func (l *Limiter) Margin() time.Duration {
 	l.init()
 	l.mu.Lock()

@@ -201,8 +201,9 @@ func TestLooserFiguresWaitForTheirSecond(t *testing.T) {
 
 // TestLeastTolerance: a new Limiter's tolerance is half an interval, or
 // 5 ms when that is longer, and its margin covers the difference (rounded
-// up to the millisecond); with a fixed headroom, or with a store (its
-// share of the slots unknown yet), it is half an interval and no margin. The stretched interval spaces the slots accordingly.
+// up to the millisecond), with a fixed headroom too; with a store (its
+// share of the slots unknown yet), it is half an interval and no margin.
+// The stretched interval spaces the slots accordingly.
 func TestLeastTolerance(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -216,7 +217,11 @@ func TestLeastTolerance(t *testing.T) {
 		{200, nil, 5 * time.Millisecond, 3 * time.Millisecond}, // 5 - 2.5 ms
 		{throughput.Upgraded, nil, 5 * time.Millisecond, 5 * time.Millisecond},
 		{10_000, nil, 5 * time.Millisecond, 5 * time.Millisecond},
-		{10_000, []throughput.Option{throughput.WithHeadroom(0)}, 50505, 0},
+		// A fixed headroom has the same least tolerance (its margin
+		// then stays: it does not follow lateness).
+		{10_000, []throughput.Option{throughput.WithHeadroom(0)}, 5 * time.Millisecond, 5 * time.Millisecond},
+		{throughput.Upgraded, []throughput.Option{throughput.WithHeadroom(0.1)}, 5 * time.Millisecond, 5 * time.Millisecond},
+		{throughput.Default, []throughput.Option{throughput.WithHeadroom(0.1)}, 7042253, 0}, // 71/s: half of 14.08 ms
 		// With a store the share of the slots is unknown until sends are
 		// observed: half an interval, no margin.
 		{throughput.Upgraded, []throughput.Option{throughput.WithStore(throughputstore.NewMemoryStore(nil), "n")}, 505050, 0},

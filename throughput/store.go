@@ -65,6 +65,109 @@ type memBucket struct {
 	// it before every write (cloudapi's write-time check). Only extend
 	// moves s.Hold, and it stores held before it unlocks.
 	held atomic.Int64
+
+	// The moves of reservations already handed out (SetMPSAt): a
+	// reservation made when gen was g has moved by moves[g-base:]. Both
+	// are written under mu; gen and moved are readable without it.
+	moves []move
+	base  uint64                        // the gen of moves[0] (older moves were dropped)
+	gen   atomic.Uint64                 // moves made so far
+	moved atomic.Pointer[chan struct{}] // closed at the next move, then replaced
+}
+
+// move is one change of figure that moved the reservations waiting at at
+// (their instant later than at), as TAT moved: TAT became ref + (TAT -
+// ref) x ratio. A reservation's instant act is that of the token it took,
+// the burst's slack (burst - 1 intervals) before the TAT that token set in
+// a queue: so act moves as that TAT does, less the new slack. With the
+// burst b and interval I before and b' and I' after, act becomes ref +
+// (act - ref) x ratio + shift, shift = (b - b') x I'. The instants of a
+// queue are then those a bucket at the new figure would have given it.
+type move struct {
+	at, ref int64
+	ratio   float64
+	shift   int64
+}
+
+// maxMoves bounds the moves a bucket remembers: a reservation still
+// waiting after this many changes of figure keeps the instant the older
+// ones gave it (SetMPSAt is called on upgrades, a few times a year).
+const maxMoves = 64
+
+// tat returns a TAT (or a ticket's PrevTAT) moved by m.
+func (m move) tat(v int64) int64 {
+	if v <= m.ref {
+		return v
+	}
+	return sat.Add(m.ref, int64(min(float64(v-m.ref)*m.ratio, 0x1p62)))
+}
+
+// act returns a reservation's instant moved by m: unchanged if it was due
+// by m.at (it went), else never before m.ref.
+func (m move) act(v int64) int64 {
+	if v <= m.at {
+		return v
+	}
+	return max(sat.Add(m.tat(v), m.shift), m.ref)
+}
+
+// movedTicket returns tk, reserved when the bucket's gen was gen, with the
+// moves made since applied to its instants.
+func (b *memBucket) movedTicket(tk throughputstore.BucketTicket, gen uint64) throughputstore.BucketTicket {
+	if b == nil || b.gen.Load() == gen {
+		return tk
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.movedLocked(tk, gen)
+}
+
+func (b *memBucket) movedLocked(tk throughputstore.BucketTicket, gen uint64) throughputstore.BucketTicket {
+	for i := max(gen, b.base); i < b.base+uint64(len(b.moves)); i++ {
+		m := b.moves[i-b.base]
+		tk.PrevTAT, tk.Act = m.tat(tk.PrevTAT), m.act(tk.Act)
+	}
+	return tk
+}
+
+// nextMove returns a channel closed at the bucket's next move.
+func (b *memBucket) nextMove() <-chan struct{} {
+	if ch := b.moved.Load(); ch != nil {
+		return *ch
+	}
+	return nil
+}
+
+// moveLocked moves the bucket and every reservation waiting at t (its
+// instant later than t) from the figures b.interval and b.burst to
+// interval and burst (see move): TAT from ref = t for a shorter interval,
+// and for a longer one from the earlier of t and the instant the bucket
+// was last empty (as setParams stretches). Called with b.mu held, before
+// the figures change.
+func (b *memBucket) moveLocked(t int64, interval time.Duration, burst int) {
+	if b.interval == 0 || interval == b.interval {
+		return
+	}
+	ref := t
+	if interval > b.interval {
+		ref = min(t, sat.Add(b.s.TAT, -int64(b.burst)*int64(b.interval)))
+	}
+	m := move{at: t, ref: ref, ratio: float64(interval) / float64(b.interval), shift: int64(b.burst-burst) * int64(interval)}
+	b.s.TAT = m.tat(b.s.TAT)
+	if len(b.moves) == maxMoves {
+		b.moves = b.moves[1:]
+		b.base++
+	}
+	b.moves = append(b.moves, m)
+	b.gen.Add(1)
+	next := make(chan struct{})
+	if old := b.moved.Swap(&next); old != nil {
+		close(*old)
+	}
+	b.interval = interval // setParams then changes nothing more
+	if b.s.Interval != 0 {
+		b.s.Interval = int64(interval)
+	}
 }
 
 // setParams sets the figures of local decisions at t, never leaving the
@@ -77,9 +180,19 @@ type memBucket struct {
 // earlier of t and the instant the bucket was last empty (TAT - burst x
 // interval), so that an instant asked out of order, in the past or the
 // future, never hands out tokens the old figures had spent.
-func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
+//
+// With move (SetMPSAt), the reservations waiting at t move with TAT
+// instead, both ways (see moveLocked and Reservation.moved).
+func (b *memBucket) setParams(t int64, interval time.Duration, burst int, move bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.moved.Load() == nil {
+		ch := make(chan struct{})
+		b.moved.Store(&ch)
+	}
+	if move {
+		b.moveLocked(t, interval, burst)
+	}
 	if b.interval != 0 && interval > b.interval {
 		ref := min(t, sat.Add(b.s.TAT, -int64(b.burst)*int64(b.interval)))
 		if b.s.TAT > ref {
@@ -94,14 +207,15 @@ func (b *memBucket) setParams(t int64, interval time.Duration, burst int) {
 
 // reserveLocal is reserve with the bucket's own figures. It reports
 // ErrBurstTooLarge for n above the burst.
-func (b *memBucket) reserveLocal(t int64, n int, maxWait time.Duration) (throughputstore.BucketTicket, bool, error) {
+// It also returns the bucket's gen, for the moves to come.
+func (b *memBucket) reserveLocal(t int64, n int, maxWait time.Duration) (throughputstore.BucketTicket, uint64, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n > b.burst {
-		return throughputstore.BucketTicket{}, false, ErrBurstTooLarge
+		return throughputstore.BucketTicket{}, 0, false, ErrBurstTooLarge
 	}
 	tk, ok := b.reserveLocked(t, n, b.interval, b.burst, maxWait)
-	return tk, ok, nil
+	return tk, b.gen.Load(), ok, nil
 }
 
 func (b *memBucket) reserveLocked(t int64, n int, interval time.Duration, burst int, maxWait time.Duration) (throughputstore.BucketTicket, bool) {
@@ -117,9 +231,10 @@ func (b *memBucket) reserveLocked(t int64, n int, interval time.Duration, burst 
 	return tk, true
 }
 
-func (b *memBucket) cancel(t int64, tk throughputstore.BucketTicket) bool {
+func (b *memBucket) cancel(t int64, tk throughputstore.BucketTicket, gen uint64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	tk = b.movedLocked(tk, gen)
 	var ok bool
 	b.s, ok = b.s.Cancel(tk, t)
 	return ok

@@ -3,6 +3,8 @@ package cloudapitest
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/wapace/wapace/internal/jsonscan"
 )
 
 // checkContent is the fake's own reading of what each message type must
@@ -27,7 +29,7 @@ func checkContent(typ string, obj json.RawMessage) string {
 		return ""
 	}
 	// obj is a member of a body already checked to be valid JSON.
-	o, err := decodeObject(obj, true)
+	o, err := jsonscan.Object(obj, true)
 	if err != nil {
 		return typ + " must be an object"
 	}

@@ -59,6 +59,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/jsonscan"
 )
 
 // BaseURL is the base URL to give a client that uses Server.Client: the
@@ -649,7 +650,7 @@ func (s *Server) judge(r *http.Request, body []byte, err error) incoming {
 	if err != nil || len(body) > 1<<20 {
 		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body unreadable or too large")
 	}
-	msg, err := decodeObject(body, false)
+	msg, err := jsonscan.Object(body, false)
 	if err != nil {
 		return refuse(http.StatusBadRequest, errcodes.InvalidParameter, "Request body is not a JSON object")
 	}

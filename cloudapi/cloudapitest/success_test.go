@@ -52,36 +52,3 @@ func FuzzPaths(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecodeObject: decodeObject decodes what json.Unmarshal decodes
-// into a map of raw members, and fails where it fails.
-func FuzzDecodeObject(f *testing.F) {
-	for _, s := range []string{`{"messaging_product":"whatsapp","to":"2376","type":"template","template":{"name":"a","language":{"code":"en"},"components":[{"type":"body","parameters":[{"type":"text","text":"1"}]}]}}`,
-		`{}`, ` { "a" : 1 , "b":[1,{"c":"}"}],"a":true } `, `null`, `[1]`, `"x"`, `{"a\u0062":1}`, `{"é":1}`, `{"a":"\"}"}`, `{"a":-1.5e3}`, `{"a":1`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var want map[string]json.RawMessage
-		wantErr := json.Unmarshal(data, &want)
-		got, err := decodeObject(data, false)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("%q: decodeObject error %v, json.Unmarshal %v", data, err, wantErr)
-		}
-		if err != nil {
-			return
-		}
-		if (got == nil) != (want == nil) || len(got) != len(want) {
-			t.Fatalf("%q: decodeObject %q, json.Unmarshal %q", data, got, want)
-		}
-		for k, v := range want {
-			if !bytes.Equal(got[k], v) {
-				t.Fatalf("%q: member %q is %q, json.Unmarshal reads %q", data, k, got[k], v)
-			}
-		}
-		if json.Valid(data) {
-			if again, err := decodeObject(data, true); err != nil || len(again) != len(got) {
-				t.Fatalf("%q: with valid, %q, %v", data, again, err)
-			}
-		}
-	})
-}

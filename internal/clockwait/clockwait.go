@@ -63,3 +63,65 @@ func Reserved(ctx context.Context, c clock.Clock, now time.Time, delay time.Dura
 	}
 	return nil
 }
+
+// UntilOr waits on c until the instant at, until signal is closed, or until
+// ctx is done. It reports whether signal ended the wait (then err is nil).
+// A nil signal is never closed: UntilOr is then Until. A signal found
+// closed when the instant comes counts too. On a clock that waits for
+// itself (ContextSleeper) the wait ends through a context that a
+// goroutine cancels when signal closes; such a clock may jump ahead before
+// that goroutine runs, so the wait can end at the instant instead (with
+// the signal reported if it is closed by then).
+func UntilOr(ctx context.Context, c clock.Clock, at time.Time, signal <-chan struct{}) (bool, error) {
+	if signal == nil {
+		return false, Until(ctx, c, at)
+	}
+	select {
+	case <-signal:
+		return true, nil
+	default:
+	}
+	d := at.Sub(c.Now())
+	if d <= 0 {
+		return false, ctx.Err()
+	}
+	if s, ok := c.(ContextSleeper); ok {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-signal:
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		err := s.SleepContext(sctx, d)
+		if err != nil && ctx.Err() == nil {
+			return true, nil // signal closed
+		}
+		if err == nil {
+			return closed(signal), nil
+		}
+		return false, err
+	}
+	t := c.Timer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return closed(signal), nil // (closed as the timer fired: it counts)
+	case <-signal:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// closed reports whether ch is closed (or has a value ready).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/simclock"
 )
 
 func TestSleep(t *testing.T) {
@@ -55,6 +56,46 @@ func TestReserved(t *testing.T) {
 		want := []time.Duration{3 * time.Second, 4 * time.Second}
 		if len(cancelled) != 2 || cancelled[0] != want[0] || cancelled[1] != want[1] {
 			t.Errorf("gave back at %v, want %v", cancelled, want)
+		}
+	})
+}
+
+func TestUntilOr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clock.New()
+		start := time.Now()
+		if moved, err := clockwait.UntilOr(t.Context(), c, start.Add(time.Second), nil); moved || err != nil || time.Since(start) != time.Second {
+			t.Fatalf("nil signal: %v, %v after %v", moved, err, time.Since(start))
+		}
+		signal := make(chan struct{})
+		go func() { time.Sleep(time.Second); close(signal) }()
+		now := time.Now()
+		if moved, err := clockwait.UntilOr(t.Context(), c, now.Add(time.Hour), signal); !moved || err != nil || time.Since(now) != time.Second {
+			t.Fatalf("signal: %v, %v after %v", moved, err, time.Since(now))
+		}
+		if moved, err := clockwait.UntilOr(t.Context(), c, time.Now().Add(time.Hour), signal); !moved || err != nil {
+			t.Fatalf("closed signal: %v, %v", moved, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if moved, err := clockwait.UntilOr(ctx, c, time.Now().Add(time.Hour), make(chan struct{})); moved || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ctx ended: %v, %v", moved, err)
+		}
+	})
+}
+
+// TestUntilOrSimulated: on a clock that waits for itself, a signal closed
+// by a tracked goroutine ends the wait, reported, by the time the
+// instant comes.
+func TestUntilOrSimulated(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := simclock.New(start)
+	c.Run(func() {
+		signal := make(chan struct{})
+		c.Go(func() { c.Sleep(time.Second); close(signal) })
+		moved, err := clockwait.UntilOr(context.Background(), c, start.Add(time.Hour), signal)
+		if !moved || err != nil {
+			t.Errorf("UntilOr = %v, %v at +%v", moved, err, c.Now().Sub(start))
 		}
 	})
 }

@@ -1,14 +1,13 @@
 //go:build unix
 
-package outbox_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the user and system CPU time of this process so far.
-func cpuTime() time.Duration {
+func self() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
