@@ -312,7 +312,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		return 0, false, err
 	}
 	num := c.Number(s.from)
-	mark := writemark.From(s.ctx)
+	mark, fence := writemark.From(s.ctx), writemark.FenceFrom(s.ctx)
 	for k := range n {
 		idx := i + k
 		if err := clockwait.Until(s.ctx, c.clock, a.slots[k].at); err != nil {
@@ -334,7 +334,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			if g.s != nil { // not the first request
 				g = new(gate)
 			}
-			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, key: s.keys[idx]}
+			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx]}
 		}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
