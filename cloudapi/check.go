@@ -101,7 +101,12 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 		}
 	}
 	if err != nil {
+		resent := errors.Is(err, errResend)
 		err = c.scrub(err)
+		if resent {
+			// A body left: the transport's second try was refused.
+			return attemptResult{state: StateSubmittedUnknown, err: err}
+		}
 		if refusedBeforeWrite(err) || (traced.Load() && !wrote.Load()) {
 			return attemptResult{state: StateNotSubmitted, err: err}
 		}

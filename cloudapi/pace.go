@@ -58,8 +58,9 @@ type gate struct {
 
 	// mark runs once before the first write (see ready), or is nil; key
 	// is the message's idempotency key, given to it.
-	mark writemark.Func
-	key  string
+	mark  writemark.Func
+	fence writemark.Fence
+	key   string
 
 	first pacedBody // the request's first body (a retry's GetBody makes new ones)
 
@@ -68,6 +69,9 @@ type gate struct {
 	checked time.Time // when the check let the body go
 	aborted error     // why the check refused: no byte of the body left
 	marked  bool      // mark has returned nil
+	// released: a body was let go to the transport (it may have reached
+	// Meta); no other body is let go after it (getBody).
+	released bool
 }
 
 // now returns the Client clock's time. On the real clock it costs one
@@ -89,9 +93,24 @@ func (g *gate) body(b []byte) io.ReadCloser {
 	return p
 }
 
+// errResend is the answer of getBody once a body was let go.
+var errResend = errors.New("cloudapi: the transport asked for the request body again after it had let it go; refused, since the message may have reached Meta")
+
 // getBody is the request's GetBody: a new body of the same bytes, checked
-// again on its first read.
-func (g *gate) getBody() (io.ReadCloser, error) { return g.body(g.bytes), nil }
+// again on its first read, as long as no body was let go. A transport
+// that asks for the body again after it has written it (net/http's HTTP/2
+// transport does, after some stream resets, even once the server has the
+// whole body) would send the message twice: it gets errResend instead,
+// and the message's outcome is unknown.
+func (g *gate) getBody() (io.ReadCloser, error) {
+	g.mu.Lock()
+	released := g.released
+	g.mu.Unlock()
+	if released {
+		return nil, errResend
+	}
+	return g.body(g.bytes), nil
+}
 
 // pacedBody is a request body whose first read runs the gate.
 type pacedBody struct {

@@ -313,7 +313,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		return 0, false, err
 	}
 	num := c.Number(s.from)
-	mark := writemark.From(s.ctx)
+	mark, fence := writemark.From(s.ctx), writemark.FenceFrom(s.ctx)
 	for k := range n {
 		idx := i + k
 		if err := s.waitSlot(a, k); err != nil {
@@ -339,7 +339,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			if g.s != nil { // not the first request
 				g = new(gate)
 			}
-			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, key: s.keys[idx]}
+			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx]}
 		}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()

@@ -18,21 +18,26 @@ import "time"
 // marked yet; a message marked and then given up by the second check is
 // not submitted, which its sender records as it would any other (the mark
 // only says that the request may have been written).
+//
+// Last, right before the body is let go, the send's fence (if any) may
+// still refuse it: the outbox's says whether the claim's lease, as last
+// renewed, has a margin left, so that a worker paused or stalled past its
+// lease, in a wait of the check or anywhere before, writes nothing.
 func (g *gate) ready() error {
 	if err := g.check(); err != nil {
 		return err
 	}
 	if g.mark == nil {
-		return nil
+		return g.fenced()
 	}
 	g.mu.Lock()
 	switch {
 	case g.done: // the send gave up meanwhile
 		g.mu.Unlock()
 		return errGateDone
-	case g.marked: // a second body of the request (the transport's retry)
+	case g.marked: // a second body, after a check that refused the first
 		g.mu.Unlock()
-		return nil
+		return g.fenced()
 	}
 	// The check runs again: until it does, the body has not been let go.
 	g.checked = time.Time{}
@@ -46,5 +51,29 @@ func (g *gate) ready() error {
 	if err != nil {
 		return err
 	}
-	return g.check()
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.fenced()
+}
+
+// fenced runs the send's fence (internal/writemark) right before the body
+// is let go, after every check and however long they waited: a refusal
+// aborts the request as a refused check does (not submitted, no byte of
+// the body left). Once it has let a body go, the gate never lets another
+// go (see getBody).
+func (g *gate) fenced() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return errGateDone
+	}
+	if g.fence != nil {
+		if err := g.fence(g.key); err != nil {
+			g.aborted, g.checked = err, time.Time{}
+			return err
+		}
+	}
+	g.released = true
+	return nil
 }

@@ -157,3 +157,64 @@ func TestWriteMarkAbsent(t *testing.T) {
 		t.Fatal("the mark was lost")
 	}
 }
+
+// The fence of a send's context runs right before the body is let go,
+// after the mark: a refusal writes nothing (not submitted, its error the
+// fence's, the key free again), and it runs on every send, with or
+// without a mark.
+func TestFenceRefusalWritesNothing(t *testing.T) {
+	for _, withMark := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no mark", true: "after the mark"}[withMark], func(t *testing.T) {
+			meta := cloudapitest.NewServer(t)
+			c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []string
+			errFenced := errors.New("lease ended")
+			ctx := writemark.WithFence(t.Context(), func(key string) error {
+				order = append(order, "fence "+key)
+				return errFenced
+			})
+			if withMark {
+				ctx = writemark.With(ctx, func(_ context.Context, key string) error {
+					order = append(order, "mark "+key)
+					return nil
+				})
+			}
+			m := cloudapi.Text("+237690000001", "hello")
+			m.IdempotencyKey = "k1"
+			_, err = c.Send(ctx, "106540352242922", m)
+			if !errors.Is(err, errFenced) {
+				t.Fatalf("err = %v, want the fence's error", err)
+			}
+			if st := cloudapi.StateOf(err); st != cloudapi.StateNotSubmitted {
+				t.Errorf("state %v, want %v", st, cloudapi.StateNotSubmitted)
+			}
+			want := []string{"fence k1"}
+			if withMark {
+				want = []string{"mark k1", "fence k1"}
+			}
+			if !slices.Equal(order, want) {
+				t.Errorf("calls %q, want %q", order, want)
+			}
+			for _, r := range meta.Requests() {
+				if len(r.Body) != 0 {
+					t.Errorf("Meta got a request with %d bytes of body", len(r.Body))
+				}
+			}
+			if n := meta.Accepted(); n != 0 {
+				t.Errorf("Meta accepted %d messages", n)
+			}
+			// Not sent: the key may go again, and a fence that lets it
+			// go writes it.
+			ok := writemark.WithFence(t.Context(), func(string) error { return nil })
+			if _, err := c.Send(ok, "106540352242922", m); err != nil {
+				t.Fatal(err)
+			}
+			if n := meta.Accepted(); n != 1 {
+				t.Errorf("accepted %d, want 1", n)
+			}
+		})
+	}
+}

@@ -19,8 +19,9 @@ import (
 // submitted_unknown as without the option, and is never resent blindly:
 // the mark says only that the request may have left. The items of a
 // burst are queued again only if none of them was marked. A mark needs
-// the claim's lease: a worker paused past it writes nothing when it
-// resumes, and the item goes back to its lane's head. The pair of a
+// the claim's live lease, and after the mark the lease's fence (see
+// WithLease) still stops a worker paused or stalled past it from writing.
+// The pair of a
 // claim that provably never left is not charged for it by the worker
 // that takes it over.
 //

@@ -167,7 +167,20 @@ func WithConcurrency(n int) Option {
 
 // WithLease sets how long a claim lives without renewal (default
 // DefaultLease). After a worker dies, its claims become submitted_unknown
-// once their lease ends.
+// once their lease ends (or, with WithWriteMarks, queued again if their
+// requests provably never left), and another worker moves their lanes on.
+//
+// Run renews its claims every third of the lease, and a claim's request
+// is written only while its lease, as last renewed, has more than a
+// third left (the fence): a worker paused (a stopped process, a VM
+// migration) or stalled (a database it cannot reach) until then writes
+// nothing it held when it goes on, so that a lane another worker took
+// over is not sent out of order, or twice. What no worker can fence is a
+// pause longer than a third of the lease that falls between the fence's
+// last look and the write itself (or inside a transport given with
+// cloudapi.WithHTTPClient that holds a body it has read): choose a lease
+// that such pauses do not reach. The workers' clocks must agree to well
+// within a third of the lease.
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 10*time.Millisecond {

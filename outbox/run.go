@@ -46,9 +46,10 @@ type claimed struct {
 	otherSent int64 // Postgres: the lane's latest send by another worker
 	msg       cloudapi.Message
 	pair      pairlimit.Pair
-	trace     string     // the trace context stored at enqueue (with a Tracer)
-	burstKey  string     // the key of its burst's first item ("" for none)
-	rest      []*claimed // a burst's head: the items of its burst after it, sent with it
+	trace     string       // the trace context stored at enqueue (with a Tracer)
+	burstKey  string       // the key of its burst's first item ("" for none)
+	rest      []*claimed   // a burst's head: the items of its burst after it, sent with it
+	leaseEnd  atomic.Int64 // the claim's lease's end, as last committed (fence.go)
 }
 
 // finished is a send's outcome.
@@ -539,14 +540,18 @@ var sqlNextWake = `SELECT
 		(SELECT MIN(lease_until) FROM outbox_items WHERE state = 'sending' AND owner <> ?),
 		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?)`
 
-var sqlRenew = `UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ?`
+var sqlRenew = `UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ? RETURNING id`
 
-// renew extends the leases of this Run's claims.
+// renew extends the leases of this Run's claims (those still its own: a
+// claim taken over keeps its old end, and its fence closes).
 func (r *runner) renew(ctx context.Context, now time.Time) error {
 	o := r.o
-	if _, err := o.exec(ctx, o.db, sqlRenew, nanos(now.Add(o.cfg.lease)), r.owner); err != nil {
+	end := nanos(now.Add(o.cfg.lease))
+	ids, err := o.queryIDs(ctx, o.db, sqlRenew, end, r.owner)
+	if err != nil {
 		return fmt.Errorf("outbox: run: renewing leases: %w", err)
 	}
+	r.renewed(ids, end)
 	r.renewAt = now.Add(o.cfg.lease / 3)
 	return nil
 }
@@ -646,12 +651,19 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 	}
 	var ids []int64
 	var keys []string
+	busy := 0
 	for _, it := range picks {
 		if it.burstKey != "" {
 			// The rest of the burst follows its head in the lane.
 			if err := r.loadBurst(ctx, tx, now, it); err != nil {
 				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 			}
+		}
+		if r.busy(it) {
+			// Taken over while this Run's send of it waits: claimed
+			// again once that send has ended (which wakes Run).
+			busy++
+			continue
 		}
 		e, send, err := r.check(ctx, tx, now, it)
 		if err != nil {
@@ -671,15 +683,22 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
-		if err := o.claimMoved(ctx, tx, len(ids), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		end := nanos(now.Add(o.cfg.lease))
+		if err := o.claimMoved(ctx, tx, len(ids), r.owner, end, nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
+		}
+		for _, it := range items {
+			it.leaseEnd.Store(end)
+			for _, b := range it.rest {
+				b.leaseEnd.Store(end)
+			}
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
 		if err := o.loadTraces(ctx, tx, items); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 	}
-	return items, len(picks) + len(bad), evs, nil
+	return items, len(picks) + len(bad) - busy, evs, nil
 }
 
 // The sweeps of claim.
@@ -857,6 +876,7 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.flying.Add(1)
 		spawn(func() {
 			ctx, end := r.o.dispatch(sendCtx, it)
+			ctx = r.withFence(ctx, it)
 			if r.o.cfg.marks {
 				ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
 			}
