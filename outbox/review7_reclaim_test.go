@@ -115,6 +115,8 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	close(tr.release) // S2's outcome: the item goes back to the queue
 	if s1 == nil {
 		waitItem(t, a, "dup-1", func(it outbox.Item) bool { return it.State == outbox.StateQueued })
+	} else {
+		held.releaseAfter <- struct{}{} // not written: its send ends now
 	}
 
 	// Another worker, with a Client of its own, takes the queue.
@@ -129,7 +131,9 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	}
 	doneB, stopB := startRun(t.Context(), b, cb)
 	it := waitItem(t, b, "dup-1", func(it outbox.Item) bool { return it.State.Final() })
-	held.releaseAfter <- struct{}{}
+	if s1 == nil {
+		held.releaseAfter <- struct{}{} // A's late answer
+	}
 	stopRun(t, doneB, stopB)
 	stopRun(t, doneA, stopA)
 
