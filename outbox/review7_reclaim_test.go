@@ -4,6 +4,8 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"sync/atomic"
@@ -72,8 +74,12 @@ func (s *secondDispatchHeld) Dispatch(ctx context.Context, it outbox.Item, _ str
 // claim (e.g. AND unwritten_at = the claim's sent_at), so that S1's mark
 // fails as "claim lost" and S1 is never written.
 func TestReview7MarkMeetsALaterClaim(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { markMeetsALaterClaim(t, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db")) })
+	t.Run("postgres", func(t *testing.T) { markMeetsALaterClaim(t, requirePostgres(t)) })
+}
+
+func markMeetsALaterClaim(t *testing.T, dsn string) {
 	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
 	tr := &secondDispatchHeld{key: "dup-1", ended: make(chan error, 1), release: make(chan struct{})}
 	a, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(8),
 		outbox.WithIdleWake(20*time.Millisecond), outbox.WithTracer(tr))
@@ -101,8 +107,8 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	// A's lease ends; a sweep queues the unwritten claim again
 	// (sqlSweepUnwritten's update).
 	now := time.Now().UnixNano()
-	if _, err := a.DB().ExecContext(t.Context(), `UPDATE outbox_items SET state = 'queued', state_at = ?, due_at = ?,
-		reason = 'not sent: swept', lease_until = 0, attempts = attempts - 1, unwritten_at = 0 WHERE ikey = 'dup-1'`, now, now); err != nil {
+	if _, err := a.DB().ExecContext(t.Context(), fmt.Sprintf(`UPDATE outbox_items SET state = 'queued', state_at = %d, due_at = %d,
+		reason = 'not sent: swept', lease_until = 0, attempts = attempts - 1, unwritten_at = 0 WHERE ikey = 'dup-1'`, now, now)); err != nil {
 		t.Fatal(err)
 	}
 	// A's Run claims it again; S2 is refused as in progress.
@@ -118,8 +124,9 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	} else {
 		held.releaseAfter <- struct{}{} // not written: its send ends now
 	}
-
-	// Another worker, with a Client of its own, takes the queue.
+	// A stops claiming (its late answer still to come); another worker,
+	// with a Client of its own, takes the queue.
+	stopA()
 	b, err := outbox.Open(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +141,15 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	if s1 == nil {
 		held.releaseAfter <- struct{}{} // A's late answer
 	}
+	select {
+	case err := <-doneA:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("A's Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's Run did not return")
+	}
 	stopRun(t, doneB, stopB)
-	stopRun(t, doneA, stopA)
 
 	n := 0
 	for _, r := range meta.Requests() {
@@ -149,16 +163,4 @@ func TestReview7MarkMeetsALaterClaim(t *testing.T) {
 	}
 }
 
-func errorsIsInProgress(err error) bool {
-	for e := err; e != nil; {
-		if e == cloudapi.ErrInProgress {
-			return true
-		}
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		e = u.Unwrap()
-	}
-	return false
-}
+func errorsIsInProgress(err error) bool { return errors.Is(err, cloudapi.ErrInProgress) }
