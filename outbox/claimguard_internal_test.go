@@ -40,7 +40,7 @@ func TestClaimMovedRefusesItemsNotQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	err = o.claimMoved(ctx, tx, len(ids), "w1", int64(2e18), int64(1), int64(1), int64(0), listArg(o.d, ids))
+	err = o.claimMoved(ctx, tx, nil, len(ids), "w1", int64(2e18), int64(1), int64(1), int64(0), listArg(o.d, ids))
 	if !errors.Is(err, ErrWrongState) {
 		t.Fatalf("claiming a queued and an expired item: %v", err)
 	}

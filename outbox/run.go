@@ -157,6 +157,9 @@ type runner struct {
 	unrecorded []finished // outcomes a failed transaction did not record
 	uncertain  []any      // keys a failed claim transaction may have claimed
 	marks      markGroup  // the write marks of the sends in flight (mark.go)
+	// SQLite: the transitions of Run's transaction in progress, written
+	// once before its commit (moveLog); nil: each statement writes its own.
+	txMoves *moveLog
 
 	// Sharing the sends between numbers (share.go).
 	ending    map[string]bool   // keys in inflight whose outcome is being recorded
@@ -426,6 +429,8 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
 	}
 	defer tx.Rollback()
+	r.txMoves = r.newMoveLog()
+	defer func() { r.txMoves = nil }()
 	evs, err := r.record(ctx, tx, sendCtx, now, fs)
 	if err != nil {
 		_ = tx.Rollback()
@@ -436,8 +441,12 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		r.ending[f.it.Key] = true
 	}
 	items, picked, cevs, err := r.claim(ctx, tx, now, n)
+	if err == nil {
+		err = r.flushMoves(ctx, tx)
+	}
 	if err != nil {
 		_ = tx.Rollback()
+		r.txMoves = nil // (finish records in a transaction of its own)
 		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
 	}
 	if err := tx.Commit(); err != nil {
@@ -455,6 +464,27 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 	r.settled(fs)
 	o.notify(append(evs, cevs...))
 	return items, picked, nil
+}
+
+// newMoveLog returns the moveLog of a transaction of Run's (nil with
+// Postgres, whose statements write their transitions themselves).
+func (r *runner) newMoveLog() *moveLog {
+	if r.o.d.postgres {
+		return nil
+	}
+	return &moveLog{}
+}
+
+// flushMoves writes the transitions of Run's transaction in tx, before
+// its commit.
+func (r *runner) flushMoves(ctx context.Context, tx *sql.Tx) error {
+	if r.txMoves == nil {
+		return nil
+	}
+	if err := r.txMoves.flush(ctx, r.o, tx); err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	return nil
 }
 
 // settled forgets the sends fs: recorded or not, they are over. (An
@@ -671,7 +701,7 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
-		if err := o.claimMoved(ctx, tx, len(ids), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		if err := o.claimMoved(ctx, tx, r.txMoves, len(ids), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
@@ -1018,7 +1048,12 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
 	defer tx.Rollback()
+	r.txMoves = r.newMoveLog()
+	defer func() { r.txMoves = nil }()
 	evs, err := r.record(ctx, tx, sendCtx, now, fs)
+	if err == nil {
+		err = r.flushMoves(ctx, tx)
+	}
 	if err != nil {
 		return err
 	}
@@ -1143,7 +1178,7 @@ func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []
 		}
 		args = []any{nanos(now), string(b), r.owner}
 	}
-	got, err := o.acceptMoved(ctx, tx, args...)
+	got, err := o.acceptMoved(ctx, tx, r.txMoves, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}

@@ -108,7 +108,7 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 					}
 					args := []any{owner, now + 1e12, now, now, 0, listArg(o.d, ids[i:j])}
 					if moved {
-						err = o.claimMoved(ctx, tx, j-i, args...)
+						err = o.claimMoved(ctx, tx, nil, j-i, args...)
 					} else {
 						_, err = o.exec(ctx, tx, trigClaim, args...)
 					}
@@ -139,7 +139,7 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 					}
 					var got []string
 					if moved {
-						got, err = o.acceptMoved(ctx, tx, accArgs...)
+						got, err = o.acceptMoved(ctx, tx, nil, accArgs...)
 					} else {
 						got, err = o.queryKeys(ctx, tx, trigAccept, accArgs...)
 					}
