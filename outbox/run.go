@@ -43,8 +43,10 @@ type claimed struct {
 	Item
 	id        int64
 	lane      string
-	otherSent int64 // Postgres: the lane's latest send by another worker
-	msg       cloudapi.Message
+	otherSent int64            // Postgres: the lane's latest send by another worker
+	msg       cloudapi.Message // once decoded (decode)
+	body      string           // the stored message, until decoded
+	decoded   bool
 	pair      pairlimit.Pair
 	trace     string     // the trace context stored at enqueue (with a Tracer)
 	burstKey  string     // the key of its burst's first item ("" for none)
@@ -668,7 +670,7 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		}
 	}
 	for _, k := range bad {
-		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
+		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, reasonUnreadable)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -678,6 +680,18 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 	var keys []string
 	for _, it := range picks {
 		if it.burstKey != "" {
+			// A burst is decoded here, its head and the rest of it (a
+			// single message is decoded by its send, off Run's
+			// goroutine): an unreadable head fails unsent, the rest of
+			// its burst then leads its lane.
+			if it.decode() != nil {
+				e, err := r.drop(ctx, tx, now, it.Key, StateFailed, 0, reasonUnreadable)
+				if err != nil {
+					return nil, 0, nil, err
+				}
+				evs = append(evs, e...)
+				continue
+			}
 			// The rest of the burst follows its head in the lane.
 			if err := r.loadBurst(ctx, tx, now, it); err != nil {
 				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
@@ -726,6 +740,26 @@ var (
 // claimColumns are the columns claimed.scan reads.
 const claimColumns = `id, ikey, sender, recipient, kind, message, attempts, resends, enqueued_at, expires_at, lane, burst`
 
+// reasonUnreadable is the reason of an item whose stored message cannot
+// be decoded: it fails, never sent.
+const reasonUnreadable = "stored message unreadable"
+
+// errUnreadable is the outcome of a send whose stored message could not be
+// decoded (nothing was sent).
+var errUnreadable = errors.New("outbox: run: " + reasonUnreadable)
+
+// decode decodes it's stored message into it.msg, once.
+func (it *claimed) decode() error {
+	if it.decoded {
+		return nil
+	}
+	if err := it.msg.UnmarshalJSON([]byte(it.body)); err != nil { // (json.Unmarshal would check the JSON twice)
+		return fmt.Errorf("%w: item %q: %w", errUnreadable, it.Key, err)
+	}
+	it.body, it.decoded = "", true
+	return nil
+}
+
 // scan reads claimColumns (and what follows them) into it.
 func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 	var enq, exp int64
@@ -754,9 +788,9 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 		if err := it.scan(rows, &body, &zero); err != nil {
 			return err
 		}
-		it.UpdatedAt = now
-		if err := it.msg.UnmarshalJSON([]byte(body)); err != nil { // (json.Unmarshal would check the JSON twice)
-			return fmt.Errorf("item %q: stored message unreadable: %w", it.Key, err)
+		it.UpdatedAt, it.body = now, body
+		if err := it.decode(); err != nil {
+			return err
 		}
 		head.rest = append(head.rest, it)
 	}
@@ -886,25 +920,7 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.inflight[it.Key] = it
 		r.flying.Add(1)
 		spawn(func() {
-			ctx, end := r.o.dispatch(sendCtx, it)
-			if r.o.cfg.marks {
-				ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
-			}
-			if len(it.rest) > 0 {
-				f := r.sendBurst(ctx, it)
-				end(f.err)
-				r.done <- f
-			} else {
-				m := it.msg
-				if it.Resends > 0 {
-					// A resend is a new request: the Client (which remembers
-					// the keys it sent) and the status webhooks tell it apart.
-					m.IdempotencyKey = resendKey(it.Key, it.Resends)
-				}
-				res, err := r.c.Send(ctx, it.From, m)
-				end(err)
-				r.done <- finished{it: it, res: res, err: err}
-			}
+			r.done <- r.send(sendCtx, it)
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
 			// else is in flight; otherwise within lingerFor.
@@ -915,6 +931,34 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 			}
 		})
 	}
+}
+
+// send sends a claimed item (a burst's head: its whole burst) and
+// returns its outcome. It runs on the send's goroutine, which decodes a
+// single item's stored message (Run's goroutine decoded a burst's): one
+// that cannot be decoded is not sent, its outcome errUnreadable.
+func (r *runner) send(sendCtx context.Context, it *claimed) finished {
+	if err := it.decode(); err != nil {
+		return finished{it: it, err: err}
+	}
+	ctx, end := r.o.dispatch(sendCtx, it)
+	if r.o.cfg.marks {
+		ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
+	}
+	if len(it.rest) > 0 {
+		f := r.sendBurst(ctx, it)
+		end(f.err)
+		return f
+	}
+	m := it.msg
+	if it.Resends > 0 {
+		// A resend is a new request: the Client (which remembers the keys
+		// it sent) and the status webhooks tell it apart.
+		m.IdempotencyKey = resendKey(it.Key, it.Resends)
+	}
+	res, err := r.c.Send(ctx, it.From, m)
+	end(err)
+	return finished{it: it, res: res, err: err}
 }
 
 // sendBurst sends a burst's items as one burst of the pair and returns
@@ -996,7 +1040,7 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 		return nil, false, err
 	}
 	for _, b := range all {
-		if o.cfg.window > 0 && freeForm(b.msg.Kind()) {
+		if o.cfg.window > 0 && freeForm(cloudapi.Kind(b.Kind)) { // (the stored kind: a single item is not decoded yet)
 			var last int64
 			err := o.queryRow(ctx, tx, sqlWindow, b.From, b.To).Scan(&last)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -1196,6 +1240,10 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 			wamid = f.res.MessageID
 		}
 		return r.setState(ctx, tx, now, key, StateAccepted, 0, acceptedReason(f.res), wamid)
+	}
+	if errors.Is(f.err, errUnreadable) {
+		// Claimed, never sent: it fails as it would have at the pick.
+		return r.setState(ctx, tx, now, key, StateFailed, 0, reasonUnreadable, "")
 	}
 	code := 0
 	var ge *errcodes.Error
