@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -676,7 +675,7 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		}
 		evs = append(evs, e...)
 	}
-	var ids []int64
+	var refs []claimRef
 	var keys []string
 	for _, it := range picks {
 		if it.burstKey != "" {
@@ -706,16 +705,16 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 			items = append(items, it)
 			for _, b := range append([]*claimed{it}, it.rest...) {
 				b.State, b.Attempts = StateSending, b.Attempts+1
-				ids, keys = append(ids, b.id), append(keys, b.Key)
+				refs, keys = append(refs, claimRef{b.id, b.From}), append(keys, b.Key)
 			}
 		}
 	}
-	if len(ids) > 0 {
+	if len(refs) > 0 {
 		unwritten := int64(0) // without marks: not provably unwritten
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
-		if err := o.claimMoved(ctx, tx, r.txMoves, len(ids), r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		if err := o.claimMoved(ctx, tx, r.txMoves, refs, r.owner, nanos(now.Add(o.cfg.lease)), nanos(now), unwritten); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		evs = append(evs, events(now, StateSending, "", keys...)...)
@@ -813,10 +812,15 @@ func burstSQL(d dialect) string {
 	return q
 }
 
-// claimSQL claims the items whose ids are listed (see claimMoved).
+// claimSQL claims the items whose ids are listed (see claimMoved). On
+// SQLite it returns nothing: claimMoved knows what it moved.
 func claimSQL(d dialect) string {
-	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
-		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` AND state = 'queued' RETURNING ` + movedColumns
+	q := `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
+		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` AND state = 'queued'`
+	if d.postgres {
+		q += ` RETURNING ` + movedColumns
+	}
+	return q
 }
 
 func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
@@ -1187,9 +1191,10 @@ func acceptSQL(d dialect) string {
 	// "+state": the index of sending items does not answer this (it
 	// would be scanned whole, reading the list once per item): each key
 	// is looked up in the key index.
+	// It returns the ids it moved (acceptMoved knows the rest).
 	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value,
 		moves = moves + 1 FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND +outbox_items.state = 'sending'
-		RETURNING ikey, ` + movedColumns
+		RETURNING id`
 }
 
 // acceptAll records the accepted sends among fs in one statement, and
@@ -1197,32 +1202,18 @@ func acceptSQL(d dialect) string {
 // lost, are left to outcome.
 func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []finished) (map[string]bool, error) {
 	o := r.o
-	var keys, wamids []string
+	var as []acceptRef
 	for _, f := range fs {
 		// A held send records its sub-state one by one (outcome).
 		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
-			keys, wamids = append(keys, f.it.Key), append(wamids, f.res.MessageID)
+			as = append(as, acceptRef{id: f.it.id, key: f.it.Key, sender: f.it.From, wamid: f.res.MessageID})
 		}
 	}
-	done := make(map[string]bool, len(keys))
-	if len(keys) == 0 {
+	done := make(map[string]bool, len(as))
+	if len(as) == 0 {
 		return done, nil
 	}
-	var args []any
-	if o.d.postgres {
-		args = []any{nanos(now), keys, wamids, r.owner}
-	} else {
-		pairs := make(map[string]string, len(keys))
-		for i := range keys {
-			pairs[keys[i]] = wamids[i]
-		}
-		b, err := json.Marshal(pairs)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: run: %w", err)
-		}
-		args = []any{nanos(now), string(b), r.owner}
-	}
-	got, err := o.acceptMoved(ctx, tx, r.txMoves, args...)
+	got, err := o.acceptMoved(ctx, tx, r.txMoves, nanos(now), r.owner, as)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}

@@ -19,9 +19,10 @@ import (
 //
 // SQLite: the statements of the hot path (a batch's claim, its
 // acceptances) mark the rows they move (moves = moves + 1), which the
-// trigger skips, and return what the trigger would have read (the item's
-// id, sender and new state, state_at and reason: movedColumns); moved
-// collects them in a moveLog, whose flush, before the transaction
+// trigger skips; what the trigger would have read (the item's id, number,
+// new state, state_at and reason) is known to the caller (the
+// acceptances return the ids they moved, since another worker may have
+// taken some over), which collects it in a moveLog, whose flush, before the transaction
 // commits, writes their history in one INSERT per distinct (at, reason)
 // and their counters in one UPDATE, whatever the batch's size: a Run's
 // transaction, which records acceptances and claims, writes both once. Every other change of state (the
@@ -41,38 +42,132 @@ import (
 // transitions returns (after the key, if it returns keys).
 const movedColumns = `id, sender, state, state_at, reason`
 
-// claimMoved runs claimSQL and records its transitions (queued ->
-// sending) of the want items listed. It fails if not every listed item was queued (claimSQL
-// moves only those): the caller would send an item it did not claim, and
-// the transitions recorded must leave queued. With SQLite the transitions
-// go to log, written by its flush before the commit; a nil log writes
-// them at once.
-func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, log *moveLog, want int, args ...any) error {
+// claimRef is an item to claim: its id and number.
+type claimRef struct {
+	id     int64
+	sender string
+}
+
+// claimMoved runs claimSQL, claiming items for owner (sending, under a
+// lease until lease, sent at at, unwritten_at as given) and records their
+// transitions (queued -> sending). It fails if not every item was queued
+// (claimSQL moves only those): the caller would send an item it did not
+// claim, and the transitions recorded must leave queued. With SQLite
+// the transitions go to log, written by its flush before the commit (a
+// nil log writes them at once); the statement returns nothing, what it
+// moved being known.
+func (o *Outbox) claimMoved(ctx context.Context, tx *sql.Tx, log *moveLog, items []claimRef, owner string, lease, at, unwritten int64) error {
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.id
+	}
+	args := []any{owner, lease, at, at, unwritten, listArg(o.d, ids)}
 	var n int
 	if o.d.postgres {
 		if err := o.queryRow(ctx, tx, pgClaimMoved, args...).Scan(&n); err != nil {
 			return err
 		}
 	} else {
-		var err error
-		if n, err = o.movedN(ctx, tx, log, StateQueued, claimSQL(o.d), args...); err != nil {
+		res, err := o.exec(ctx, tx, claimSQL(o.d), args...)
+		if err != nil {
 			return err
 		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		n = int(m)
 	}
-	if n != want {
-		return fmt.Errorf("%w: %d of the %d items claimed were no longer queued", ErrWrongState, want-n, want)
+	if n != len(items) {
+		return fmt.Errorf("%w: %d of the %d items claimed were no longer queued", ErrWrongState, len(items)-n, len(items))
 	}
-	return nil
+	if o.d.postgres {
+		return nil
+	}
+	return logged(ctx, o, tx, log, func(l *moveLog) {
+		for _, it := range items {
+			l.add(it.id, it.sender, "queued", "sending", at, "")
+		}
+	})
 }
 
-// acceptMoved runs acceptSQL, records its transitions (sending ->
-// accepted; with SQLite in log, as claimMoved does), and returns the keys
-// it moved.
-func (o *Outbox) acceptMoved(ctx context.Context, tx *sql.Tx, log *moveLog, args ...any) ([]string, error) {
+// acceptRef is an accepted send to record: its item's id, key and number,
+// and its wamid.
+type acceptRef struct {
+	id                 int64
+	key, sender, wamid string
+}
+
+// acceptMoved runs acceptSQL, recording the acceptance at at of items
+// sent by owner and still sending, records their transitions (sending ->
+// accepted; with SQLite in log, as claimMoved does), and returns the
+// keys it moved. (The others were lost: another worker marked them
+// submitted_unknown.)
+func (o *Outbox) acceptMoved(ctx context.Context, tx *sql.Tx, log *moveLog, at int64, owner string, items []acceptRef) ([]string, error) {
 	if o.d.postgres {
-		return o.queryKeys(ctx, tx, pgAcceptMoved, args...)
+		keys, wamids := make([]string, len(items)), make([]string, len(items))
+		for i, it := range items {
+			keys[i], wamids[i] = it.key, it.wamid
+		}
+		return o.queryKeys(ctx, tx, pgAcceptMoved, at, keys, wamids, owner)
 	}
-	return o.moved(ctx, tx, log, StateSending, true, acceptSQL(o.d), args...)
+	// SQLite reads the keys and wamids as one JSON object (key -> wamid),
+	// and returns the ids it moved.
+	pairs := make(map[string]string, len(items))
+	byID := make(map[int64]int, len(items))
+	for i, it := range items {
+		pairs[it.key] = it.wamid
+		byID[it.id] = i
+	}
+	b, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := o.query(ctx, tx, acceptSQL(o.d), at, string(b), owner)
+	if err != nil {
+		return nil, err
+	}
+	var moved []int
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		i, ok := byID[id]
+		if !ok {
+			rows.Close()
+			return nil, fmt.Errorf("accepting: item %d was not listed", id) // cannot happen: the statement moves listed keys
+		}
+		moved = append(moved, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(moved))
+	for k, i := range moved {
+		keys[k] = items[i].key
+	}
+	return keys, logged(ctx, o, tx, log, func(l *moveLog) {
+		for _, i := range moved {
+			l.add(items[i].id, items[i].sender, "sending", "accepted", at, "")
+		}
+	})
+}
+
+// logged adds transitions to log with add, or, with a nil log, writes
+// them at once in tx.
+func logged(ctx context.Context, o *Outbox, tx *sql.Tx, log *moveLog, add func(*moveLog)) error {
+	if log != nil {
+		add(log)
+		return nil
+	}
+	l := &moveLog{}
+	add(l)
+	return l.flush(ctx, o, tx)
 }
 
 // The Postgres statements of claimMoved and acceptMoved. Leaving sending
@@ -95,70 +190,6 @@ func pgMoved(update string, from State, final string) string {
 		SELECT sender, state, COUNT(*) FROM u GROUP BY sender, state
 		UNION ALL SELECT sender, '` + from.String() + `', -COUNT(*) FROM u GROUP BY sender)
 	` + final
-}
-
-// moved (SQLite) runs query, an UPDATE in tx that moves items out of
-// state from, sets moves = moves + 1 and returns movedColumns (preceded
-// by the item's key with keyed), and records its transitions in log (at
-// once if log is nil). It returns the keys.
-func (o *Outbox) moved(ctx context.Context, tx *sql.Tx, log *moveLog, from State, keyed bool, query string, args ...any) ([]string, error) {
-	keys, _, err := o.movedKeys(ctx, tx, log, from, keyed, query, args...)
-	return keys, err
-}
-
-// movedN is moved for a statement returning no keys: it returns how many
-// items it moved.
-func (o *Outbox) movedN(ctx context.Context, tx *sql.Tx, log *moveLog, from State, query string, args ...any) (int, error) {
-	_, n, err := o.movedKeys(ctx, tx, log, from, false, query, args...)
-	return n, err
-}
-
-// movedKeys is moved, also returning how many items were moved.
-func (o *Outbox) movedKeys(ctx context.Context, tx *sql.Tx, log *moveLog, from State, keyed bool, query string, args ...any) ([]string, int, error) {
-	rows, err := o.query(ctx, tx, query, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	now := log == nil
-	if now {
-		log = &moveLog{}
-	}
-	var keys []string
-	n := 0
-	var (
-		id       int64
-		sender   string
-		state    string
-		at       int64
-		reason   string
-		key      string
-		dest     = []any{&id, &sender, &state, &at, &reason}
-		fromName = from.String()
-	)
-	if keyed {
-		dest = append([]any{&key}, dest...)
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		if keyed {
-			keys = append(keys, key)
-		}
-		log.add(id, sender, fromName, state, at, reason)
-		n++
-	}
-	if err := rows.Close(); err != nil {
-		return nil, 0, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	if now {
-		err = log.flush(ctx, o, tx)
-	}
-	return keys, n, err
 }
 
 // moveLog (SQLite) collects the transitions that a transaction's hot
