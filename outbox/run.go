@@ -606,10 +606,14 @@ func pickSQL(d dialect) string {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
 			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? AND NOT ` + sqlNeverWrittenOther + ` ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
+	// "j.id <> i.id" first: the live index finds i itself in its lane,
+	// which never blocks it; so tested, the lane of a single item (the
+	// common case) is answered from the index, without reading i's row a
+	// second time for j.state.
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
-			AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
+			AND j.id <> i.id AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ` + limit
 	if d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`
