@@ -45,7 +45,7 @@ type claimed struct {
 	otherSent int64            // Postgres: the lane's latest send by another worker
 	msg       cloudapi.Message // once decoded (decode)
 	body      string           // the stored message, until decoded
-	decoded   bool
+	decoded   bool             // msg holds the stored message
 	pair      pairlimit.Pair
 	trace     string     // the trace context stored at enqueue (with a Tracer)
 	burstKey  string     // the key of its burst's first item ("" for none)
@@ -751,7 +751,7 @@ const reasonUnreadable = "stored message unreadable"
 // decoded (nothing was sent).
 var errUnreadable = errors.New("outbox: run: " + reasonUnreadable)
 
-// decode decodes it's stored message into it.msg, once.
+// decode decodes its stored message into it.msg, once.
 func (it *claimed) decode() error {
 	if it.decoded {
 		return nil
