@@ -19,17 +19,17 @@ import (
 //
 // SQLite: the statements of the hot path (a batch's claim, its
 // acceptances) mark the rows they move (moves = moves + 1), which the
-// trigger skips; what the trigger would have read (the item's id, number,
-// new state, state_at and reason) is known to the caller (the
-// acceptances return the ids they moved, since another worker may have
-// taken some over), which collects it in a moveLog, whose flush, before the transaction
-// commits, writes their history in one INSERT per distinct (at, reason)
-// and their counters in one UPDATE, whatever the batch's size: a Run's
-// transaction, which records acceptances and claims, writes both once. Every other change of state (the
-// rare ones: sweeps, failures, requeues, the operator's, Reconcile's, a
-// caller's own UPDATE) leaves moves alone and stays the trigger's, so
-// that code changing states with its own UPDATEs still keeps the counters
-// right.
+// trigger skips. What the trigger would have read (the item's id, number,
+// new state, state_at and reason) the caller knows (the acceptances
+// return the ids they moved: another worker may have taken some over),
+// and collects in a moveLog; its flush, before the transaction commits,
+// writes their history in one INSERT per distinct (at, reason) and their
+// counters in one UPDATE, whatever the batch's size: a Run transaction,
+// which records acceptances and claims, writes each once. Every other
+// change of state (the rare ones: sweeps, failures, requeues, the
+// operator's, Reconcile's, a caller's own UPDATE) leaves moves alone and
+// stays the trigger's, so that code changing states with its own UPDATEs
+// still keeps the counters right.
 //
 // Postgres: the same statements, each wrapped into one (pgMoved) whose
 // common table expressions write the history and the counter deltas of
@@ -38,8 +38,8 @@ import (
 // worker of version 5 still running beside, which leaves moves alone, has
 // its transitions recorded by the trigger as before.
 
-// movedColumns are the columns that an UPDATE recording its own
-// transitions returns (after the key, if it returns keys).
+// movedColumns are the columns that a Postgres UPDATE recording its own
+// transitions returns (after the key, if it returns keys), for pgMoved.
 const movedColumns = `id, sender, state, state_at, reason`
 
 // claimRef is an item to claim: its id and number.
