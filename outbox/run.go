@@ -683,21 +683,26 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 	var keys []string
 	for _, it := range picks {
 		if it.burstKey != "" {
-			// A burst is decoded here, its head and the rest of it (a
-			// single message is decoded by its send, off Run's
-			// goroutine): an unreadable head fails unsent, the rest of
-			// its burst then leads its lane.
-			if it.decode() != nil {
-				e, err := r.drop(ctx, tx, now, it.Key, StateFailed, 0, reasonUnreadable)
+			// A burst is decoded here, its head and the rest of it, which
+			// follows its head in the lane (a single message is decoded by
+			// its send, off Run's goroutine). If one of them is
+			// unreadable, the burst fails whole, unsent: no bubble after a
+			// hole, as the Client's bursts.
+			err := it.decode()
+			lerr := r.loadBurst(ctx, tx, now, it)
+			if lerr != nil && !errors.Is(lerr, errUnreadable) {
+				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", lerr)
+			}
+			if err == nil {
+				err = lerr
+			}
+			if err != nil {
+				e, err := r.dropAll(ctx, tx, now, it, StateFailed, 0, reasonUnreadable)
 				if err != nil {
 					return nil, 0, nil, err
 				}
 				evs = append(evs, e...)
 				continue
-			}
-			// The rest of the burst follows its head in the lane.
-			if err := r.loadBurst(ctx, tx, now, it); err != nil {
-				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 			}
 		}
 		e, send, err := r.check(ctx, tx, now, it)
@@ -777,13 +782,16 @@ func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 	return nil
 }
 
-// loadBurst reads the queued items of head's burst that follow it.
+// loadBurst reads the queued items of head's burst that follow it, all
+// of them even if one's stored message cannot be decoded: it then
+// returns that error (errUnreadable), for claim to fail the burst whole.
 func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head *claimed) error {
 	rows, err := r.o.query(ctx, tx, burstSQL(r.o.d), head.lane, head.burstKey, head.id)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	var unreadable error
 	for rows.Next() {
 		it := &claimed{}
 		var body string
@@ -792,12 +800,15 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 			return err
 		}
 		it.UpdatedAt, it.body = now, body
-		if err := it.decode(); err != nil {
-			return err
+		if err := it.decode(); err != nil && unreadable == nil {
+			unreadable = err
 		}
 		head.rest = append(head.rest, it)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return unreadable
 }
 
 // burstSQL reads the rest of a burst whose head was picked. On Postgres

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -73,6 +74,48 @@ func TestUnreadableStoredMessageFailsUnsent(t *testing.T) {
 		if st.Counts[outbox.StateFailed] != 1 || st.Counts[outbox.StateAccepted] != 3 ||
 			st.Counts[outbox.StateQueued] != 0 || st.Counts[outbox.StateSending] != 0 {
 			t.Fatalf("counts %v, want 1 failed and 3 accepted", st.Counts)
+		}
+	})
+}
+
+// A burst one of whose stored messages cannot be decoded fails whole,
+// unsent, with the same reason (a burst is checked, held and dropped as
+// one); Run goes on with the other lanes.
+func TestUnreadableBurstItemFailsItsBurst(t *testing.T) {
+	for _, bad := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("item=%d", bad), func(t *testing.T) { testUnreadableBurstItem(t, bad) })
+	}
+}
+
+func testUnreadableBurstItem(t *testing.T, bad int) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t)
+		o, _ := openSQLite(t)
+		c := newClient(t, meta)
+		burst, err := o.EnqueueBurst(t.Context(), from,
+			cloudapi.Text(recipient(1), "b0"), cloudapi.Text(recipient(1), "b1"), cloudapi.Text(recipient(1), "b2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := o.Enqueue(t.Context(), from, cloudapi.Text(recipient(2), "other"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.DB().ExecContext(t.Context(), `UPDATE outbox_items SET message = '{"to": broken' WHERE ikey = ?`, burst[bad].Key); err != nil {
+			t.Fatal(err)
+		}
+		runFor(t, o, c, time.Minute)
+
+		for _, tk := range burst {
+			if it := mustGet(t, o, tk.Key); it.State != outbox.StateFailed || it.Reason != "stored message unreadable" {
+				t.Errorf("burst item %s: %v %q, want failed %q", tk.Key, it.State, it.Reason, "stored message unreadable")
+			}
+		}
+		if it := mustGet(t, o, other.Key); it.State != outbox.StateAccepted {
+			t.Fatalf("the other lane's item: %v %q, want accepted", it.State, it.Reason)
+		}
+		if n := len(meta.Requests()); n != 1 {
+			t.Fatalf("%d requests reached the server, want 1 (no bubble of the burst)", n)
 		}
 	})
 }
