@@ -18,7 +18,7 @@ func TestClaimMovedRefusesItemsNotQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	var ids []int64
+	var refs []claimRef
 	for _, to := range []string{"+237690000001", "+237690000002"} {
 		tk, err := o.Enqueue(ctx, "106540352242922", cloudapi.Text(to, "x"))
 		if err != nil {
@@ -28,8 +28,8 @@ func TestClaimMovedRefusesItemsNotQueued(t *testing.T) {
 		if err := o.db.QueryRowContext(ctx, `SELECT id FROM outbox_items WHERE ikey = ?`, tk.Key).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, id)
-		if len(ids) == 2 {
+		refs = append(refs, claimRef{id, "106540352242922"})
+		if len(refs) == 2 {
 			if _, err := o.Expire(ctx, tk.Key, "gone"); err != nil {
 				t.Fatal(err)
 			}
@@ -40,12 +40,12 @@ func TestClaimMovedRefusesItemsNotQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	err = o.claimMoved(ctx, tx, len(ids), "w1", int64(2e18), int64(1), int64(1), int64(0), listArg(o.d, ids))
+	err = o.claimMoved(ctx, tx, nil, refs, "w1", int64(2e18), int64(1), int64(0))
 	if !errors.Is(err, ErrWrongState) {
 		t.Fatalf("claiming a queued and an expired item: %v", err)
 	}
 	var st string
-	if err := tx.QueryRowContext(ctx, `SELECT state FROM outbox_items WHERE id = ?`, ids[1]).Scan(&st); err != nil || st != "expired" {
+	if err := tx.QueryRowContext(ctx, `SELECT state FROM outbox_items WHERE id = ?`, refs[1].id).Scan(&st); err != nil || st != "expired" {
 		t.Fatalf("the expired item is %q (%v)", st, err)
 	}
 }

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -43,8 +42,10 @@ type claimed struct {
 	Item
 	id        int64
 	lane      string
-	otherSent int64 // Postgres: the lane's latest send by another worker
-	msg       cloudapi.Message
+	otherSent int64            // Postgres: the lane's latest send by another worker
+	msg       cloudapi.Message // once decoded (decode)
+	body      string           // the stored message, until decoded
+	decoded   bool             // msg holds the stored message
 	pair      pairlimit.Pair
 	trace     string       // the trace context stored at enqueue (with a Tracer)
 	burstKey  string       // the key of its burst's first item ("" for none)
@@ -158,6 +159,9 @@ type runner struct {
 	unrecorded []finished // outcomes a failed transaction did not record
 	uncertain  []any      // keys a failed claim transaction may have claimed
 	marks      markGroup  // the write marks of the sends in flight (mark.go)
+	// SQLite: the transitions of Run's transaction in progress, written
+	// once before its commit (moveLog); nil: each statement writes its own.
+	txMoves *moveLog
 
 	// Sharing the sends between numbers (share.go).
 	ending    map[string]bool   // keys in inflight whose outcome is being recorded
@@ -427,6 +431,8 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
 	}
 	defer tx.Rollback()
+	r.txMoves = r.newMoveLog()
+	defer func() { r.txMoves = nil }()
 	evs, err := r.record(ctx, tx, sendCtx, now, fs)
 	if err != nil {
 		_ = tx.Rollback()
@@ -437,8 +443,12 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		r.ending[f.it.Key] = true
 	}
 	items, picked, cevs, err := r.claim(ctx, tx, now, n)
+	if err == nil {
+		err = r.flushMoves(ctx, tx)
+	}
 	if err != nil {
 		_ = tx.Rollback()
+		r.txMoves = nil // (finish records in a transaction of its own)
 		return nil, 0, errors.Join(err, r.finish(ctx, sendCtx, fs))
 	}
 	if err := tx.Commit(); err != nil {
@@ -456,6 +466,27 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 	r.settled(fs)
 	o.notify(append(evs, cevs...))
 	return items, picked, nil
+}
+
+// newMoveLog returns the moveLog of a transaction of Run's (nil with
+// Postgres, whose statements write their transitions themselves).
+func (r *runner) newMoveLog() *moveLog {
+	if r.o.d.postgres {
+		return nil
+	}
+	return &moveLog{}
+}
+
+// flushMoves writes the transitions of Run's transaction in tx, before
+// its commit.
+func (r *runner) flushMoves(ctx context.Context, tx *sql.Tx) error {
+	if r.txMoves == nil {
+		return nil
+	}
+	if err := r.txMoves.flush(ctx, r.o, tx); err != nil {
+		return fmt.Errorf("outbox: run: %w", err)
+	}
+	return nil
 }
 
 // settled forgets the sends fs: recorded or not, they are over. (An
@@ -580,10 +611,14 @@ func pickSQL(d dialect) string {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
 			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? AND NOT ` + sqlNeverWrittenOther + ` ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
+	// "j.id <> i.id" first: the live index finds i itself in its lane,
+	// which never blocks it; so tested, the lane of a single item (the
+	// common case) is answered from the index, without reading i's row a
+	// second time for j.state.
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
-			AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
+			AND j.id <> i.id AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ` + limit
 	if d.postgres {
 		q += ` FOR UPDATE OF i SKIP LOCKED`
@@ -643,20 +678,37 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		}
 	}
 	for _, k := range bad {
-		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, "stored message unreadable")
+		e, err := r.drop(ctx, tx, now, k, StateFailed, 0, reasonUnreadable)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		evs = append(evs, e...)
 	}
-	var ids []int64
+	var refs []claimRef
 	var keys []string
 	busy := 0
 	for _, it := range picks {
 		if it.burstKey != "" {
-			// The rest of the burst follows its head in the lane.
-			if err := r.loadBurst(ctx, tx, now, it); err != nil {
-				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
+			// A burst is decoded here, its head and the rest of it, which
+			// follows its head in the lane (a single message is decoded by
+			// its send, off Run's goroutine). If one of them is
+			// unreadable, the burst fails whole, unsent: no bubble after a
+			// hole, as the Client's bursts.
+			err := it.decode()
+			lerr := r.loadBurst(ctx, tx, now, it)
+			if lerr != nil && !errors.Is(lerr, errUnreadable) {
+				return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", lerr)
+			}
+			if err == nil {
+				err = lerr
+			}
+			if err != nil {
+				e, err := r.dropAll(ctx, tx, now, it, StateFailed, 0, reasonUnreadable)
+				if err != nil {
+					return nil, 0, nil, err
+				}
+				evs = append(evs, e...)
+				continue
 			}
 		}
 		if r.busy(it) {
@@ -674,17 +726,17 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 			items = append(items, it)
 			for _, b := range append([]*claimed{it}, it.rest...) {
 				b.State, b.Attempts = StateSending, b.Attempts+1
-				ids, keys = append(ids, b.id), append(keys, b.Key)
+				refs, keys = append(refs, claimRef{b.id, b.From}), append(keys, b.Key)
 			}
 		}
 	}
-	if len(ids) > 0 {
+	if len(refs) > 0 {
 		unwritten := int64(0) // without marks: not provably unwritten
 		if o.cfg.marks {
 			unwritten = nanos(now) // = sent_at: not written until marked (mark.go)
 		}
 		end := nanos(now.Add(o.cfg.lease))
-		if err := o.claimMoved(ctx, tx, len(ids), r.owner, end, nanos(now), nanos(now), unwritten, listArg(o.d, ids)); err != nil {
+		if err := o.claimMoved(ctx, tx, r.txMoves, refs, r.owner, end, nanos(now), unwritten); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: claiming: %w", err)
 		}
 		for _, it := range items {
@@ -715,6 +767,26 @@ var (
 // claimColumns are the columns claimed.scan reads.
 const claimColumns = `id, ikey, sender, recipient, kind, message, attempts, resends, enqueued_at, expires_at, lane, burst`
 
+// reasonUnreadable is the reason of an item whose stored message cannot
+// be decoded: it fails, never sent.
+const reasonUnreadable = "stored message unreadable"
+
+// errUnreadable is the outcome of a send whose stored message could not be
+// decoded (nothing was sent).
+var errUnreadable = errors.New("outbox: run: " + reasonUnreadable)
+
+// decode decodes its stored message into it.msg, once.
+func (it *claimed) decode() error {
+	if it.decoded {
+		return nil
+	}
+	if err := it.msg.UnmarshalJSON([]byte(it.body)); err != nil { // (json.Unmarshal would check the JSON twice)
+		return fmt.Errorf("%w: item %q: %w", errUnreadable, it.Key, err)
+	}
+	it.body, it.decoded = "", true
+	return nil
+}
+
 // scan reads claimColumns (and what follows them) into it.
 func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 	var enq, exp int64
@@ -729,13 +801,16 @@ func (it *claimed) scan(rows *sql.Rows, body *string, more ...any) error {
 	return nil
 }
 
-// loadBurst reads the queued items of head's burst that follow it.
+// loadBurst reads the queued items of head's burst that follow it, all
+// of them even if one's stored message cannot be decoded: it then
+// returns that error (errUnreadable), for claim to fail the burst whole.
 func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head *claimed) error {
 	rows, err := r.o.query(ctx, tx, burstSQL(r.o.d), head.lane, head.burstKey, head.id)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	var unreadable error
 	for rows.Next() {
 		it := &claimed{}
 		var body string
@@ -743,13 +818,16 @@ func (r *runner) loadBurst(ctx context.Context, tx *sql.Tx, now time.Time, head 
 		if err := it.scan(rows, &body, &zero); err != nil {
 			return err
 		}
-		it.UpdatedAt = now
-		if err := it.msg.UnmarshalJSON([]byte(body)); err != nil { // (json.Unmarshal would check the JSON twice)
-			return fmt.Errorf("item %q: stored message unreadable: %w", it.Key, err)
+		it.UpdatedAt, it.body = now, body
+		if err := it.decode(); err != nil && unreadable == nil {
+			unreadable = err
 		}
 		head.rest = append(head.rest, it)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return unreadable
 }
 
 // burstSQL reads the rest of a burst whose head was picked. On Postgres
@@ -768,10 +846,15 @@ func burstSQL(d dialect) string {
 	return q
 }
 
-// claimSQL claims the items whose ids are listed (see claimMoved).
+// claimSQL claims the items whose ids are listed (see claimMoved). On
+// SQLite it returns nothing: claimMoved knows what it moved.
 func claimSQL(d dialect) string {
-	return `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
-		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` AND state = 'queued' RETURNING ` + movedColumns
+	q := `UPDATE OR FAIL outbox_items SET state = 'sending', owner = ?, lease_until = ?, state_at = ?, sent_at = ?, unwritten_at = ?,
+		attempts = attempts + 1, reason = '', moves = moves + 1 WHERE id ` + d.inList("bigint") + ` AND state = 'queued'`
+	if d.postgres {
+		q += ` RETURNING ` + movedColumns
+	}
+	return q
 }
 
 func (o *Outbox) queryKeys(ctx context.Context, ex execer, query string, args ...any) ([]string, error) {
@@ -875,26 +958,7 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.inflight[it.Key] = it
 		r.flying.Add(1)
 		spawn(func() {
-			ctx, end := r.o.dispatch(sendCtx, it)
-			ctx = r.withFence(ctx, it)
-			if r.o.cfg.marks {
-				ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
-			}
-			if len(it.rest) > 0 {
-				f := r.sendBurst(ctx, it)
-				end(f.err)
-				r.done <- f
-			} else {
-				m := it.msg
-				if it.Resends > 0 {
-					// A resend is a new request: the Client (which remembers
-					// the keys it sent) and the status webhooks tell it apart.
-					m.IdempotencyKey = resendKey(it.Key, it.Resends)
-				}
-				res, err := r.c.Send(ctx, it.From, m)
-				end(err)
-				r.done <- finished{it: it, res: res, err: err}
-			}
+			r.done <- r.send(sendCtx, it)
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
 			// else is in flight; otherwise within lingerFor.
@@ -905,6 +969,35 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 			}
 		})
 	}
+}
+
+// send sends a claimed item (a burst's head: its whole burst) and
+// returns its outcome. It runs on the send's goroutine, which decodes a
+// single item's stored message (Run's goroutine decoded a burst's): one
+// that cannot be decoded is not sent, its outcome errUnreadable.
+func (r *runner) send(sendCtx context.Context, it *claimed) finished {
+	if err := it.decode(); err != nil {
+		return finished{it: it, err: err}
+	}
+	ctx, end := r.o.dispatch(sendCtx, it)
+	ctx = r.withFence(ctx, it)
+	if r.o.cfg.marks {
+		ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
+	}
+	if len(it.rest) > 0 {
+		f := r.sendBurst(ctx, it)
+		end(f.err)
+		return f
+	}
+	m := it.msg
+	if it.Resends > 0 {
+		// A resend is a new request: the Client (which remembers the keys
+		// it sent) and the status webhooks tell it apart.
+		m.IdempotencyKey = resendKey(it.Key, it.Resends)
+	}
+	res, err := r.c.Send(ctx, it.From, m)
+	end(err)
+	return finished{it: it, res: res, err: err}
 }
 
 // sendBurst sends a burst's items as one burst of the pair and returns
@@ -986,7 +1079,7 @@ func (r *runner) check(ctx context.Context, tx *sql.Tx, now time.Time, it *claim
 		return nil, false, err
 	}
 	for _, b := range all {
-		if o.cfg.window > 0 && freeForm(b.msg.Kind()) {
+		if o.cfg.window > 0 && freeForm(cloudapi.Kind(b.Kind)) { // (the stored kind: a single item is not decoded yet)
 			var last int64
 			err := o.queryRow(ctx, tx, sqlWindow, b.From, b.To).Scan(&last)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -1038,7 +1131,12 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
 	defer tx.Rollback()
+	r.txMoves = r.newMoveLog()
+	defer func() { r.txMoves = nil }()
 	evs, err := r.record(ctx, tx, sendCtx, now, fs)
+	if err == nil {
+		err = r.flushMoves(ctx, tx)
+	}
 	if err != nil {
 		return err
 	}
@@ -1128,9 +1226,10 @@ func acceptSQL(d dialect) string {
 	// "+state": the index of sending items does not answer this (it
 	// would be scanned whole, reading the list once per item): each key
 	// is looked up in the key index.
+	// It returns the ids it moved (acceptMoved knows the rest).
 	return `UPDATE OR FAIL outbox_items SET state = 'accepted', state_at = ?, code = 0, reason = '', lease_until = 0, wamid = j.value,
 		moves = moves + 1 FROM json_each(?) AS j WHERE outbox_items.ikey = j.key AND outbox_items.owner = ? AND +outbox_items.state = 'sending'
-		RETURNING ikey, ` + movedColumns
+		RETURNING id`
 }
 
 // acceptAll records the accepted sends among fs in one statement, and
@@ -1138,32 +1237,18 @@ func acceptSQL(d dialect) string {
 // lost, are left to outcome.
 func (r *runner) acceptAll(ctx context.Context, tx *sql.Tx, now time.Time, fs []finished) (map[string]bool, error) {
 	o := r.o
-	var keys, wamids []string
+	var as []acceptRef
 	for _, f := range fs {
 		// A held send records its sub-state one by one (outcome).
 		if f.err == nil && f.res != nil && f.res.MessageID != "" && !f.res.Held() {
-			keys, wamids = append(keys, f.it.Key), append(wamids, f.res.MessageID)
+			as = append(as, acceptRef{id: f.it.id, key: f.it.Key, sender: f.it.From, wamid: f.res.MessageID})
 		}
 	}
-	done := make(map[string]bool, len(keys))
-	if len(keys) == 0 {
+	done := make(map[string]bool, len(as))
+	if len(as) == 0 {
 		return done, nil
 	}
-	var args []any
-	if o.d.postgres {
-		args = []any{nanos(now), keys, wamids, r.owner}
-	} else {
-		pairs := make(map[string]string, len(keys))
-		for i := range keys {
-			pairs[keys[i]] = wamids[i]
-		}
-		b, err := json.Marshal(pairs)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: run: %w", err)
-		}
-		args = []any{nanos(now), string(b), r.owner}
-	}
-	got, err := o.acceptMoved(ctx, tx, args...)
+	got, err := o.acceptMoved(ctx, tx, r.txMoves, nanos(now), r.owner, as)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
@@ -1181,6 +1266,10 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 			wamid = f.res.MessageID
 		}
 		return r.setState(ctx, tx, now, key, StateAccepted, 0, acceptedReason(f.res), wamid)
+	}
+	if errors.Is(f.err, errUnreadable) {
+		// Claimed, never sent: it fails as it would have at the pick.
+		return r.setState(ctx, tx, now, key, StateFailed, 0, reasonUnreadable, "")
 	}
 	code := 0
 	var ge *errcodes.Error

@@ -46,7 +46,8 @@ func (c *stmtCache) close() {
 // message or batch.
 func hotSQL(d dialect) []string {
 	qs := []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
-		sqlNextWake, sqlRenew, sqlSweepDead, sqlSweepLate, sqlSweepResend, burstSQL(d), sqlWindow,
+		sqlNextWake, sqlRenew, sqlSweepUnwritten, sqlSweepDead, sqlSweepLate, sqlSweepResend, burstSQL(d), sqlWindow,
+		sqlPickLanes, sqlNextSender,
 		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlGetItem, sqlGetHistory}
 	qs = append(qs, moveSQL...)
 	for _, n := range sqliteInserts {

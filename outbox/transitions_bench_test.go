@@ -62,7 +62,7 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 			// nothing returned but the keys.
 			trigClaim := strings.Replace(strings.Replace(claimSQL(o.d), ", moves = moves + 1", "", 1), " RETURNING "+movedColumns, "", 1)
 			trigAccept := acceptSQL(o.d)
-			for _, r := range [][2]string{{",\n\t\tmoves = moves + 1", ""}, {"RETURNING ikey, " + movedColumns, "RETURNING ikey"},
+			for _, r := range [][2]string{{",\n\t\tmoves = moves + 1", ""}, {"RETURNING id", "RETURNING ikey"},
 				{", moves = i.moves + 1", ""}, {"RETURNING i.ikey, i.id, i.sender, i.state, i.state_at, i.reason", "RETURNING i.ikey"}} {
 				trigAccept = strings.Replace(trigAccept, r[0], r[1], 1)
 			}
@@ -70,7 +70,7 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 				b.Fatal("the statements changed: update the benchmark")
 			}
 			owner := fmt.Sprintf("w%d", time.Now().UnixNano())
-			fill := func() (ids []int64, keys []string) {
+			fill := func() (ids []int64, keys, senders []string) {
 				for s := range 20 {
 					var ms []cloudapi.Message
 					for i := range block / 20 {
@@ -80,24 +80,24 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 						b.Fatal(err)
 					}
 				}
-				rows, err := o.db.QueryContext(ctx, o.q(`SELECT id, ikey FROM outbox_items WHERE state = 'queued' ORDER BY id`))
+				rows, err := o.db.QueryContext(ctx, o.q(`SELECT id, ikey, sender FROM outbox_items WHERE state = 'queued' ORDER BY id`))
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer rows.Close()
 				for rows.Next() {
 					var id int64
-					var k string
-					if err := rows.Scan(&id, &k); err != nil {
+					var k, s string
+					if err := rows.Scan(&id, &k, &s); err != nil {
 						b.Fatal(err)
 					}
-					ids, keys = append(ids, id), append(keys, k)
+					ids, keys, senders = append(ids, id), append(keys, k), append(senders, s)
 				}
-				return ids, keys
+				return ids, keys, senders
 			}
 			var wall time.Duration
 			run := func(moved bool) time.Duration {
-				ids, keys := fill()
+				ids, keys, senders := fill()
 				c0, w0 := processCPU(), time.Now()
 				now := time.Now().UnixNano()
 				for i := 0; i < len(ids); i += batch {
@@ -108,7 +108,11 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 					}
 					args := []any{owner, now + 1e12, now, now, 0, listArg(o.d, ids[i:j])}
 					if moved {
-						err = o.claimMoved(ctx, tx, j-i, args...)
+						var refs []claimRef
+						for k := i; k < j; k++ {
+							refs = append(refs, claimRef{ids[k], senders[k]})
+						}
+						err = o.claimMoved(ctx, tx, nil, refs, owner, now+1e12, now, 0)
 					} else {
 						_, err = o.exec(ctx, tx, trigClaim, args...)
 					}
@@ -139,7 +143,11 @@ func benchTransitions(b *testing.B, dsn func(*testing.B) string) {
 					}
 					var got []string
 					if moved {
-						got, err = o.acceptMoved(ctx, tx, accArgs...)
+						var as []acceptRef
+						for k := i; k < j; k++ {
+							as = append(as, acceptRef{ids[k], keys[k], senders[k], "wamid." + keys[k]})
+						}
+						got, err = o.acceptMoved(ctx, tx, nil, now, owner, as)
 					} else {
 						got, err = o.queryKeys(ctx, tx, trigAccept, accArgs...)
 					}
