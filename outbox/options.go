@@ -20,7 +20,7 @@ const (
 	DefaultLaneCapacity = 1_000
 	// DefaultConcurrency bounds the sends Run has in flight at once (each
 	// is one lane's head).
-	DefaultConcurrency = 64
+	DefaultConcurrency = 1024
 	// DefaultLease is how long a claim lives without renewal: a worker
 	// renews its claims every third of it, and the claims of a worker that
 	// stopped renewing become submitted_unknown once it ends.

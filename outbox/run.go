@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,9 @@ type finished struct {
 	err  error
 	cut  bool       // a burst's item not sent after an earlier one failed
 	rest []finished // a burst's head: the outcomes of the rest of its burst
+	// wrote is when its request was first written (Unix nanoseconds on
+	// the Outbox's clock; 0 if never): see measure.
+	wrote int64
 }
 
 // Run dispatches queued items through c until ctx ends, and returns ctx's
@@ -121,7 +125,8 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	o.client.Store(c)
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), cursors: map[string]string{},
-		batch: int64(max(1, o.cfg.concurrency/batchOf))}
+		cycle: cycleStart}
+	r.batch.Store(int64(max(1, o.cfg.concurrency/batchOf)))
 	if err := r.register(ctx); err != nil {
 		return err
 	}
@@ -141,7 +146,7 @@ type runner struct {
 	inflight map[string]*claimed
 	done     chan finished // buffered for every send in flight: never blocks
 	flying   atomic.Int64  // sends started and not yet taken from done
-	batch    int64         // outcomes that wake Run
+	batch    atomic.Int64  // outcomes that wake Run (budget)
 	renewAt  time.Time
 	beatAt   time.Time // WithWorkerID: when to renew the name's heartbeat
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
@@ -152,6 +157,12 @@ type runner struct {
 	lingering atomic.Bool     // a timer runs for the outcomes waiting in done
 	lingerGen atomic.Uint64   // counts collects: a timer started before the last one is void
 	lingerCtx context.Context // ended when Run returns: the timers stop
+
+	// How many sends Run wants in flight (inflight.go).
+	cycle  time.Duration  // a send's place, write to record (measure)
+	wants  map[string]int // by number, for this step
+	scale  float64        // the wants' share of the cap (at most 1)
+	picked []string       // Postgres: the numbers of the last picks
 
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
@@ -339,13 +350,30 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 		}
 		r.foldAt = now.Add(foldEvery)
 	}
-	free := r.o.cfg.concurrency - (len(r.inflight) - len(fs))
+	want, err := r.budget(ctx, now)
+	if err != nil && ctx.Err() == nil {
+		return false, errors.Join(fmt.Errorf("outbox: run: listing numbers: %w", err), r.finish(dbCtx, sendCtx, fs))
+	}
+	free := want - (len(r.inflight) - len(fs))
 	if free <= 0 || ctx.Err() != nil {
-		return false, r.finish(dbCtx, sendCtx, fs)
+		if err := r.finish(dbCtx, sendCtx, fs); err != nil {
+			return false, err
+		}
+		r.measure(fs, r.o.cfg.clock.Now())
+		return false, nil
 	}
 	items, picked, err := r.recordAndClaim(dbCtx, sendCtx, now, fs, free)
 	if err != nil {
 		return false, err
+	}
+	r.measure(fs, r.o.cfg.clock.Now())
+	if r.o.d.postgres {
+		r.picked = r.picked[:0]
+		for _, it := range items {
+			if !slices.Contains(r.picked, it.From) {
+				r.picked = append(r.picked, it.From)
+			}
+		}
 	}
 	if len(r.inflight) == 0 && len(items) > 0 {
 		r.renewAt = now.Add(r.o.cfg.lease / 3)
@@ -363,7 +391,7 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 // batch's worth, or every send in flight.
 func (r *runner) ready() bool {
 	n := int64(len(r.done))
-	return n > 0 && (n >= r.batch || n >= r.flying.Load())
+	return n > 0 && (n >= r.batch.Load() || n >= r.flying.Load())
 }
 
 // linger starts the time bound of the outcomes now waiting in done, unless
@@ -857,12 +885,16 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 		r.flying.Add(1)
 		spawn(func() {
 			ctx, end := r.o.dispatch(sendCtx, it)
+			var mark writemark.Func
 			if r.o.cfg.marks {
-				ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
+				mark = r.markFunc(append([]*claimed{it}, it.rest...))
 			}
+			var wrote atomic.Int64
+			ctx = r.stampWrites(ctx, mark, &wrote)
 			if len(it.rest) > 0 {
 				f := r.sendBurst(ctx, it)
 				end(f.err)
+				f.wrote = wrote.Load()
 				r.done <- f
 			} else {
 				m := it.msg
@@ -873,7 +905,7 @@ func (r *runner) start(sendCtx context.Context, items []*claimed) {
 				}
 				res, err := r.c.Send(ctx, it.From, m)
 				end(err)
-				r.done <- finished{it: it, res: res, err: err}
+				r.done <- finished{it: it, res: res, err: err, wrote: wrote.Load()}
 			}
 			// Wake Run for a batch of outcomes (recorded in one
 			// transaction, and as many slots refilled), or when nothing
