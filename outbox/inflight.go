@@ -39,7 +39,7 @@ import (
 // feed each other (lingerFor bounds that wait in any case).
 const (
 	cycleHeadroom = 1.5
-	cycleSlack    = 20 * time.Millisecond
+	cycleSlack    = 30 * time.Millisecond
 	cycleWeight   = 0.25
 	cycleStart    = 100 * time.Millisecond
 )

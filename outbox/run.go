@@ -73,17 +73,17 @@ type finished struct {
 // Outbox's clock (50 ms doubling to 5 s) and carries on; outcomes it could
 // not record are kept and recorded then, claims whose commit failed are
 // put back, so nothing is lost or sent twice meanwhile. Run is the caller's goroutine;
-// the sends it starts (at most WithConcurrency at once, each the head of
-// one lane) end before it returns.
+// the sends it starts (as many at once as its numbers need, at most
+// WithConcurrency, each the head of one lane) end before it returns.
 //
 // Each lane, one business number and one recipient, is sent in FIFO order,
 // one item at a time; lanes are independent: a lane whose pair is in debt
 // or held after a 131056, or whose number is held, waits on the clock
 // holding no send, and never delays another lane. With SQLite, business
-// numbers share the sends: each number with live items has an equal share
-// of WithConcurrency first, so that a number waiting for its throughput
-// slots does not hold every send while the others' lanes wait, and the
-// sends a number cannot use go to the others. Run sleeps until the
+// numbers share the sends: each number with live items has its share
+// first (what it needs, see WithConcurrency), so that a number waiting for
+// its throughput slots does not hold every send while the others' lanes
+// wait, and the sends a number cannot use go to the others. Run sleeps until the
 // next due instant (a lane's wait, a deadline, a lease), an enqueue, or a
 // send's end; it does not poll (but see WithIdleWake).
 //
@@ -97,8 +97,8 @@ type finished struct {
 // WithServiceWindow, checks the window (131047) without spending anything.
 //
 // Outcomes are recorded in batches, each in the transaction that claims
-// as many items again: Run wakes when half of WithConcurrency's
-// sends have finished, or all of those in flight, or when the first
+// as many items again: Run wakes when half of the sends it wants in
+// flight have finished, or all of those in flight, or when the first
 // outcome not yet recorded has waited 50 ms (so that a slow send never
 // holds the others' records), or at its next due instant. While it is
 // busy recording, the outcomes that arrive meanwhile make up the next
@@ -183,7 +183,8 @@ type runner struct {
 
 // batchOf and lingerFor shape Run's batches: Run wakes to record the
 // outcomes of its sends (and claim as many items again, in one
-// transaction) once 1/batchOf of WithConcurrency's sends have ended, or
+// transaction) once 1/batchOf of the sends it wants in flight (budget,
+// inflight.go) have ended, or
 // all of those in flight, or lingerFor after the first of them ended. A
 // transaction of the floor's carries 100 rows; with an eighth of 64 sends
 // Run's carried 13 to 27 messages, with half 26 to 33, and the begin, the

@@ -16,7 +16,8 @@ import (
 // send Run may have in flight, each waiting for that number's throughput
 // slots, while the other numbers' lanes, queued behind, wait too: five
 // numbers upgraded to 1,000 msg/s were sent one block at a time. So each
-// number with live items gets an equal share of WithConcurrency; a pick
+// number with live items gets its share of the sends (what it wants in
+// flight, inflight.go, which budget lists the numbers for); a pick
 // whose heads belong to numbers at their share sets those aside, the
 // numbers under their share are picked on their own, lane by lane from
 // where their last such pick ended (every lane has its turn), and the
