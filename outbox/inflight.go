@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -47,11 +46,17 @@ const (
 // wantFor is what a number sending mps messages a second wants in flight
 // when a send holds its place for cycle: at least 1, at most the cap.
 func wantFor(mps int, cycle time.Duration, limit int) int {
-	w := math.Ceil(float64(mps)*(cycle.Seconds()*cycleHeadroom+cycleSlack.Seconds())) + 1
-	if w >= float64(limit) {
+	d := time.Duration(float64(cycle)*cycleHeadroom) + cycleSlack
+	if mps <= 0 || d <= 0 {
+		return 1
+	}
+	if d >= time.Duration(limit)*time.Second/time.Duration(mps) {
 		return limit
 	}
-	return max(1, int(w))
+	// ceil(mps x d / 1 s) + 1, in integers (no rounding up of a product
+	// that floating point makes a hair over a whole number).
+	w := (int64(mps)*int64(d)+int64(time.Second)-1)/int64(time.Second) + 1
+	return int(min(max(w, 1), int64(limit)))
 }
 
 // want is what number from wants in flight now: its share of the cap
@@ -79,7 +84,11 @@ func (r *runner) want(from string) int {
 // that a pick can still meet a number it does not know yet.
 func (r *runner) budget(ctx context.Context, now time.Time) (int, error) {
 	o := r.o
-	r.wants, r.scale = nil, 1 // the figures and the cycle may have changed
+	if r.wantsAt.IsZero() || !now.Before(r.wantsAt) {
+		// The figures and the cycle may have changed: ask again (at most
+		// every sendersEvery, so that many numbers cost little a step).
+		r.wants, r.scale, r.wantsAt = nil, 1, now.Add(sendersEvery)
+	}
 	if !o.d.postgres && (r.sendersAt.IsZero() || !now.Before(r.sendersAt)) {
 		senders, err := r.listSenders(ctx, o.db)
 		if err != nil {
@@ -112,10 +121,11 @@ func (r *runner) budget(ctx context.Context, now time.Time) (int, error) {
 	}
 	if total > o.cfg.concurrency {
 		// Each number its share of the cap, in proportion to its want.
-		r.scale = float64(o.cfg.concurrency) / float64(total)
+		f := float64(o.cfg.concurrency) / float64(total)
+		r.scale *= f
 		total = o.cfg.concurrency
 		for s, w := range r.wants {
-			r.wants[s] = max(1, int(float64(w)*r.scale))
+			r.wants[s] = max(1, int(float64(w)*f))
 		}
 	}
 	r.batch.Store(int64(max(1, total/batchOf)))

@@ -159,10 +159,11 @@ type runner struct {
 	lingerCtx context.Context // ended when Run returns: the timers stop
 
 	// How many sends Run wants in flight (inflight.go).
-	cycle  time.Duration  // a send's place, write to record (measure)
-	wants  map[string]int // by number, for this step
-	scale  float64        // the wants' share of the cap (at most 1)
-	picked []string       // Postgres: the numbers of the last picks
+	cycle   time.Duration  // a send's place, write to record (measure)
+	wants   map[string]int // by number, until wantsAt
+	wantsAt time.Time      // when to ask the numbers' figures again
+	scale   float64        // the wants' share of the cap (at most 1)
+	picked  []string       // Postgres: the numbers of the last picks
 
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
