@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wapace/wapace/internal/writemark"
@@ -41,8 +42,10 @@ var errFenced = errors.New("outbox: run: the claim's lease has less than a third
 func (o *Outbox) fenceMargin() time.Duration { return o.cfg.lease / 3 }
 
 // fenceFunc is the fence of the send of claimed items all (a burst's, or
-// one): it lets a body go while its item's lease has the margin left.
-func (r *runner) fenceFunc(all []*claimed) writemark.Fence {
+// one): it lets a body go while its item's lease has the margin left, and
+// notes in wrote when it first did (Unix nanoseconds on the Outbox's
+// clock: the request's write, which sizes Run's sends, inflight.go).
+func (r *runner) fenceFunc(all []*claimed, wrote *atomic.Int64) writemark.Fence {
 	clk, margin := r.o.cfg.clock, r.o.fenceMargin()
 	return func(key string) error {
 		for _, it := range all {
@@ -53,22 +56,25 @@ func (r *runner) fenceFunc(all []*claimed) writemark.Fence {
 			if k != key {
 				continue
 			}
-			if end := it.leaseEnd.Load(); nanos(clk.Now().Add(margin)) > end {
+			now := clk.Now()
+			if end := it.leaseEnd.Load(); nanos(now.Add(margin)) > end {
 				return fmt.Errorf("%w (it ended or ends at %v)", errFenced, fromNanos(end).UTC().Format(time.RFC3339Nano))
 			}
+			wrote.CompareAndSwap(0, nanos(now))
 			return nil
 		}
 		return nil // not one of the items: nothing of ours to fence
 	}
 }
 
-// withFence is the context of the send of head (and its burst's rest).
-func (r *runner) withFence(ctx context.Context, head *claimed) context.Context {
+// withFence is the context of the send of head (and its burst's rest),
+// noting its first write in wrote.
+func (r *runner) withFence(ctx context.Context, head *claimed, wrote *atomic.Int64) context.Context {
 	all := []*claimed{head}
 	if len(head.rest) > 0 {
 		all = append(all, head.rest...)
 	}
-	return writemark.WithFence(ctx, r.fenceFunc(all))
+	return writemark.WithFence(ctx, r.fenceFunc(all, wrote))
 }
 
 // renewed sets the lease's end of the claims in flight that a renewal

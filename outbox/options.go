@@ -18,9 +18,12 @@ const (
 	// DefaultLaneCapacity bounds the live items of one lane (one
 	// business number and one recipient).
 	DefaultLaneCapacity = 1_000
-	// DefaultConcurrency bounds the sends Run has in flight at once (each
-	// is one lane's head).
-	DefaultConcurrency = 64
+	// DefaultConcurrency caps the sends Run has in flight at once (each is
+	// one lane's head); Run keeps fewer, what its numbers need (see
+	// WithConcurrency). 1,024 keeps one number upgraded to 1,000 msg/s
+	// busy at round trips to Meta of up to about 600 ms, or five at up to
+	// about 60 ms (a fake on the same machine, not Meta).
+	DefaultConcurrency = 1024
 	// DefaultLease is how long a claim lives without renewal: a worker
 	// renews its claims every third of it, and the claims of a worker that
 	// stopped renewing become submitted_unknown once it ends.
@@ -144,17 +147,33 @@ func WithLaneCapacity(n int) Option {
 	}
 }
 
-// WithConcurrency bounds the sends Run has in flight (default
+// WithConcurrency caps the sends Run has in flight (default
 // DefaultConcurrency). A lane held by a limit holds no send: Run waits for
 // it on the clock.
 //
-// Size it for the rate wanted times the time a send takes, Meta's round
-// trip included: 1,000 msg/s at 200 ms a request needs 200 sends in
-// flight, and the default 64 then allows about 320 msg/s. More sends in
-// flight also make Run's transactions larger (it records and claims about
-// half of them at a time), so the outbox spends less per message; the
-// cost is that a crash leaves up to n items of unknown outcome
-// (submitted_unknown, see WithWriteMarks).
+// Below the cap, Run keeps in flight what its numbers need, by Little's
+// law: for each number with live items, its throughput figure (as the
+// Client has it: Client.Number's PerSecond) times how long a send holds
+// its place besides waiting for the number's slot (from its request's
+// write to the commit recording its outcome: Meta's round trip, the wait
+// for its batch, the transaction; measured), with headroom: about
+// 1,000 x (1.5 x 0.25 s + 0.03 s) = 405 sends for a number upgraded to
+// 1,000 msg/s whose requests take 200 ms, about 34 for one at the default
+// 80 msg/s. More would only wait for the numbers' slots. Run records the
+// outcomes (and claims as many items again, in one transaction) when half
+// of what it keeps in flight has ended, or 50 ms after the first, so a
+// small sender keeps small transactions and prompt records. When the
+// numbers together need more than the cap, each gets its share in
+// proportion and they go slower than their figures.
+//
+// The cap bounds what a crash can leave unknown: each send in flight when
+// the process dies leaves its item submitted_unknown (never resent,
+// settled by a status webhook, a ResendPolicy or an operator), even one
+// whose request never left because it was still waiting for its slot;
+// WithWriteMarks queues those again instead. Lower the cap if an unknown
+// outcome costs more than sending below your numbers' figures; raise it
+// for many upgraded numbers with slow round trips (five at 1,000 msg/s and
+// 300 ms need about 2,800).
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 10_000 {

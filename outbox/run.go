@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ type finished struct {
 	err  error
 	cut  bool       // a burst's item not sent after an earlier one failed
 	rest []finished // a burst's head: the outcomes of the rest of its burst
+	// wrote is when its request was first written (Unix nanoseconds on
+	// the Outbox's clock; 0 if never): see measure.
+	wrote int64
 }
 
 // Run dispatches queued items through c until ctx ends, and returns ctx's
@@ -71,17 +75,17 @@ type finished struct {
 // Outbox's clock (50 ms doubling to 5 s) and carries on; outcomes it could
 // not record are kept and recorded then, claims whose commit failed are
 // put back, so nothing is lost or sent twice meanwhile. Run is the caller's goroutine;
-// the sends it starts (at most WithConcurrency at once, each the head of
-// one lane) end before it returns.
+// the sends it starts (as many at once as its numbers need, at most
+// WithConcurrency, each the head of one lane) end before it returns.
 //
 // Each lane, one business number and one recipient, is sent in FIFO order,
 // one item at a time; lanes are independent: a lane whose pair is in debt
 // or held after a 131056, or whose number is held, waits on the clock
 // holding no send, and never delays another lane. With SQLite, business
-// numbers share the sends: each number with live items has an equal share
-// of WithConcurrency first, so that a number waiting for its throughput
-// slots does not hold every send while the others' lanes wait, and the
-// sends a number cannot use go to the others. Run sleeps until the
+// numbers share the sends: each number with live items has its share
+// first (what it needs, see WithConcurrency), so that a number waiting for
+// its throughput slots does not hold every send while the others' lanes
+// wait, and the sends a number cannot use go to the others. Run sleeps until the
 // next due instant (a lane's wait, a deadline, a lease), an enqueue, or a
 // send's end; it does not poll (but see WithIdleWake).
 //
@@ -95,8 +99,8 @@ type finished struct {
 // WithServiceWindow, checks the window (131047) without spending anything.
 //
 // Outcomes are recorded in batches, each in the transaction that claims
-// as many items again: Run wakes when half of WithConcurrency's
-// sends have finished, or all of those in flight, or when the first
+// as many items again: Run wakes when half of the sends it wants in
+// flight have finished, or all of those in flight, or when the first
 // outcome not yet recorded has waited 50 ms (so that a slow send never
 // holds the others' records), or at its next due instant. While it is
 // busy recording, the outcomes that arrive meanwhile make up the next
@@ -123,7 +127,8 @@ func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	o.client.Store(c)
 	r := &runner{o: o, c: c, owner: fmt.Sprintf("%s/%s/%d", o.owner, o.incarnation, runs.Add(1)),
 		inflight: map[string]*claimed{}, done: make(chan finished, o.cfg.concurrency), cursors: map[string]string{},
-		batch: int64(max(1, o.cfg.concurrency/batchOf))}
+		cycle: cycleStart}
+	r.batch.Store(int64(max(1, o.cfg.concurrency/batchOf)))
 	if err := r.register(ctx); err != nil {
 		return err
 	}
@@ -143,7 +148,7 @@ type runner struct {
 	inflight map[string]*claimed
 	done     chan finished // buffered for every send in flight: never blocks
 	flying   atomic.Int64  // sends started and not yet taken from done
-	batch    int64         // outcomes that wake Run
+	batch    atomic.Int64  // outcomes that wake Run (budget)
 	renewAt  time.Time
 	beatAt   time.Time // WithWorkerID: when to renew the name's heartbeat
 	sweepAt  time.Time // when a sweep may next find work (zero: now)
@@ -154,6 +159,13 @@ type runner struct {
 	lingering atomic.Bool     // a timer runs for the outcomes waiting in done
 	lingerGen atomic.Uint64   // counts collects: a timer started before the last one is void
 	lingerCtx context.Context // ended when Run returns: the timers stop
+
+	// How many sends Run wants in flight (inflight.go).
+	cycle   time.Duration  // a send's place, write to record (measure)
+	wants   map[string]int // by number, until wantsAt
+	wantsAt time.Time      // when to ask the numbers' figures again
+	scale   float64        // the wants' share of the cap (at most 1)
+	picked  []string       // Postgres: the numbers of the last picks
 
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record
@@ -177,7 +189,8 @@ type runner struct {
 
 // batchOf and lingerFor shape Run's batches: Run wakes to record the
 // outcomes of its sends (and claim as many items again, in one
-// transaction) once 1/batchOf of WithConcurrency's sends have ended, or
+// transaction) once 1/batchOf of the sends it wants in flight (budget,
+// inflight.go) have ended, or
 // all of those in flight, or lingerFor after the first of them ended. A
 // transaction of the floor's carries 100 rows; with an eighth of 64 sends
 // Run's carried 13 to 27 messages, with half 26 to 33, and the begin, the
@@ -344,13 +357,30 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 		}
 		r.foldAt = now.Add(foldEvery)
 	}
-	free := r.o.cfg.concurrency - (len(r.inflight) - len(fs))
+	want, err := r.budget(ctx, now)
+	if err != nil && ctx.Err() == nil {
+		return false, errors.Join(fmt.Errorf("outbox: run: listing numbers: %w", err), r.finish(dbCtx, sendCtx, fs))
+	}
+	free := want - (len(r.inflight) - len(fs))
 	if free <= 0 || ctx.Err() != nil {
-		return false, r.finish(dbCtx, sendCtx, fs)
+		if err := r.finish(dbCtx, sendCtx, fs); err != nil {
+			return false, err
+		}
+		r.measure(fs, r.o.cfg.clock.Now())
+		return false, nil
 	}
 	items, picked, err := r.recordAndClaim(dbCtx, sendCtx, now, fs, free)
 	if err != nil {
 		return false, err
+	}
+	r.measure(fs, r.o.cfg.clock.Now())
+	if r.o.d.postgres {
+		r.picked = r.picked[:0]
+		for _, it := range items {
+			if !slices.Contains(r.picked, it.From) {
+				r.picked = append(r.picked, it.From)
+			}
+		}
 	}
 	if len(r.inflight) == 0 && len(items) > 0 {
 		r.renewAt = now.Add(r.o.cfg.lease / 3)
@@ -368,7 +398,7 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 // batch's worth, or every send in flight.
 func (r *runner) ready() bool {
 	n := int64(len(r.done))
-	return n > 0 && (n >= r.batch || n >= r.flying.Load())
+	return n > 0 && (n >= r.batch.Load() || n >= r.flying.Load())
 }
 
 // linger starts the time bound of the outcomes now waiting in done, unless
@@ -980,13 +1010,15 @@ func (r *runner) send(sendCtx context.Context, it *claimed) finished {
 		return finished{it: it, err: err}
 	}
 	ctx, end := r.o.dispatch(sendCtx, it)
-	ctx = r.withFence(ctx, it)
+	var wrote atomic.Int64 // when the fence let the first body go (inflight.go)
+	ctx = r.withFence(ctx, it, &wrote)
 	if r.o.cfg.marks {
 		ctx = writemark.With(ctx, r.markFunc(append([]*claimed{it}, it.rest...)))
 	}
 	if len(it.rest) > 0 {
 		f := r.sendBurst(ctx, it)
 		end(f.err)
+		f.wrote = wrote.Load()
 		return f
 	}
 	m := it.msg
@@ -997,7 +1029,7 @@ func (r *runner) send(sendCtx context.Context, it *claimed) finished {
 	}
 	res, err := r.c.Send(ctx, it.From, m)
 	end(err)
-	return finished{it: it, res: res, err: err}
+	return finished{it: it, res: res, err: err, wrote: wrote.Load()}
 }
 
 // sendBurst sends a burst's items as one burst of the pair and returns

@@ -16,7 +16,8 @@ import (
 // send Run may have in flight, each waiting for that number's throughput
 // slots, while the other numbers' lanes, queued behind, wait too: five
 // numbers upgraded to 1,000 msg/s were sent one block at a time. So each
-// number with live items gets an equal share of WithConcurrency; a pick
+// number with live items gets its share of the sends (what it wants in
+// flight, inflight.go, which budget lists the numbers for); a pick
 // whose heads belong to numbers at their share sets those aside, the
 // numbers under their share are picked on their own, lane by lane from
 // where their last such pick ended (every lane has its turn), and the
@@ -54,13 +55,13 @@ func laneBelow(from string) string { return from + "=" }
 func laneAbove(from string) string { return from + "?" }
 
 // listSenders lists the numbers with live items (at most maxSenders).
-func (r *runner) listSenders(ctx context.Context, tx *sql.Tx) ([]string, error) {
+func (r *runner) listSenders(ctx context.Context, ex execer) ([]string, error) {
 	o := r.o
 	var senders []string
 	at := ""
 	for len(senders) < maxSenders {
 		var lane string
-		err := o.queryRow(ctx, tx, sqlNextSender, at).Scan(&lane)
+		err := o.queryRow(ctx, ex, sqlNextSender, at).Scan(&lane)
 		if errors.Is(err, sql.ErrNoRows) {
 			break
 		}
@@ -83,14 +84,8 @@ func (r *runner) listSenders(ctx context.Context, tx *sql.Tx) ([]string, error) 
 // share splits picks into those of numbers under their share of the sends
 // (busy: the sends in flight by number) and those over it, and returns
 // the room each number has left (nil with a single number: all kept).
-func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*claimed, busy map[string]int) (kept, over []*claimed, room map[string]int, err error) {
-	if r.sendersAt.IsZero() || !now.Before(r.sendersAt) {
-		senders, err := r.listSenders(ctx, tx)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		r.senders, r.sendersAt = senders, now.Add(sendersEvery)
-	}
+// The numbers were listed by budget, before the transaction.
+func (r *runner) share(picks []*claimed, busy map[string]int) (kept, over []*claimed, room map[string]int) {
 	active := slices.Clone(r.senders)
 	for _, it := range picks {
 		if !slices.Contains(active, it.From) {
@@ -98,12 +93,11 @@ func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*
 		}
 	}
 	if len(active) <= 1 {
-		return picks, nil, nil, nil
+		return picks, nil, nil
 	}
-	each := max(1, r.o.cfg.concurrency/len(active))
 	room = make(map[string]int, len(active))
 	for _, s := range active {
-		room[s] = max(0, each-busy[s])
+		room[s] = max(0, r.want(s)-busy[s])
 	}
 	for _, it := range picks {
 		if room[it.From] > 0 {
@@ -113,7 +107,7 @@ func (r *runner) share(ctx context.Context, tx *sql.Tx, now time.Time, picks []*
 			over = append(over, it)
 		}
 	}
-	return kept, over, room, nil
+	return kept, over, room
 }
 
 // pickLanes picks up to n due lane heads of number from, lane by lane
@@ -159,10 +153,7 @@ func (r *runner) spread(ctx context.Context, tx *sql.Tx, now time.Time, n int, p
 			busy[it.From]++
 		}
 	}
-	picks, over, room, err := r.share(ctx, tx, now, picks, busy)
-	if err != nil {
-		return nil, nil, fmt.Errorf("outbox: run: claiming: %w", err)
-	}
+	picks, over, room := r.share(picks, busy)
 	if len(over) == 0 {
 		return picks, bad, nil // no number was over its share
 	}

@@ -70,8 +70,7 @@ func selfCPU() time.Duration {
 // hog over the dispatch.
 func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 	k := settings(t)
-	const perNumber = throughput.Upgraded
-	n := len(upgraded) * perNumber * max(1, k.seconds/3)
+	n := len(upgraded) * throughput.Upgraded * max(1, k.seconds/3)
 	batch := 1000
 	if raceEnabled {
 		// The race detector's sender moves tens of messages a second: the
@@ -82,8 +81,8 @@ func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 		var args []string
 		var opts []cloudapi.Option
 		for _, id := range upgraded {
-			args = append(args, "-number-mps", id+"="+strconv.Itoa(perNumber))
-			opts = append(opts, cloudapi.WithNumberThroughput(id, perNumber))
+			args = append(args, "-number-mps", id+"="+strconv.Itoa(throughput.Upgraded))
+			opts = append(opts, cloudapi.WithNumberThroughput(id, throughput.Upgraded))
 		}
 		meta, fake := startFakeProcess(t, args...)
 		hog := startHog(t, k)
@@ -165,12 +164,15 @@ func TestOutboxFiveUpgradedNumbers(t *testing.T) {
 			wall.Round(time.Millisecond), cpuSelf.Round(time.Millisecond), cpuSelf.Seconds()/wall.Seconds(),
 			cpuFake.Round(time.Millisecond), cpuFake.Seconds()/wall.Seconds(), cpuHog.Round(time.Millisecond), cpuHog.Seconds()/wall.Seconds())
 
-		o, perNumberRate := observeNumbers(t, meta)
-		o.figure = len(upgraded) * perNumber
+		o, perNumber, gaps := observeNumbers(t, meta)
+		o.figure = len(upgraded) * throughput.Upgraded
 		k := k
 		k.noBar = short(cpuSelf+cpuFake, n, o.figure)
 		for _, id := range upgraded {
-			t.Logf("number %s: %.1f msg/s between its first and last acceptance", id, perNumberRate[id])
+			g := gaps[id]
+			lim := c.Number(id)
+			t.Logf("number %s: %.1f msg/s between its first and last acceptance; started %v after the first number, ended %v before the last; %d gaps over 5 ms (%v in all, longest %v); margin %v, tolerance %v",
+				id, perNumber[id], g.late.Round(time.Millisecond), g.early.Round(time.Millisecond), g.n, g.idle.Round(time.Millisecond), g.longest.Round(time.Millisecond), lim.Margin(), lim.Tolerance())
 		}
 		if o.accepted != n {
 			t.Errorf("%d of %d messages accepted", o.accepted, n)
@@ -211,9 +213,25 @@ func short(cpu time.Duration, n, figure int) string {
 		1e6*cpu.Seconds()/float64(n), figure, need, cpus)
 }
 
+// idleGaps is where a number's sends stopped: its acceptances' gaps over
+// gapOver, and how late it started and how early it ended against the
+// whole run's first and last acceptance (what a number's idle costs the
+// share: a gap of d costs d x its figure in messages).
+type idleGaps struct {
+	n            int           // gaps over gapOver
+	idle         time.Duration // their time beyond one interval, in all
+	longest      time.Duration
+	late, early  time.Duration
+	first, final time.Time
+}
+
+// gapOver is the gap between two acceptances of a number counted as idle:
+// five intervals at 1,000 msg/s.
+const gapOver = 5 * time.Millisecond
+
 // observeNumbers is observe, plus each number's rate between its own
-// first and last acceptance.
-func observeNumbers(t *testing.T, meta string) (outcome, map[string]float64) {
+// first and last acceptance and its idle gaps.
+func observeNumbers(t *testing.T, meta string) (outcome, map[string]float64, map[string]idleGaps) {
 	t.Helper()
 	o := observe(t, meta, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -234,14 +252,35 @@ func observeNumbers(t *testing.T, meta string) (outcome, map[string]float64) {
 		}
 	}
 	rate := map[string]float64{}
+	gaps := map[string]idleGaps{}
+	var first, last time.Time
 	for id, ts := range at {
 		if len(ts) < 2 {
 			continue
 		}
-		first, last := slices.MinFunc(ts, time.Time.Compare), slices.MaxFunc(ts, time.Time.Compare)
-		rate[id] = float64(len(ts)-1) / last.Sub(first).Seconds()
+		slices.SortFunc(ts, time.Time.Compare)
+		rate[id] = float64(len(ts)-1) / ts[len(ts)-1].Sub(ts[0]).Seconds()
+		g := idleGaps{first: ts[0], final: ts[len(ts)-1]}
+		for i := 1; i < len(ts); i++ {
+			if d := ts[i].Sub(ts[i-1]); d > gapOver {
+				g.n++
+				g.idle += d - time.Millisecond
+				g.longest = max(g.longest, d)
+			}
+		}
+		gaps[id] = g
+		if first.IsZero() || ts[0].Before(first) {
+			first = ts[0]
+		}
+		if ts[len(ts)-1].After(last) {
+			last = ts[len(ts)-1]
+		}
 	}
-	return o, rate
+	for id, g := range gaps {
+		g.late, g.early = g.first.Sub(first), last.Sub(g.final)
+		gaps[id] = g
+	}
+	return o, rate, gaps
 }
 
 func TestShortNeedsTheCPUs(t *testing.T) {
