@@ -201,6 +201,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	// query for the whole batch.)
 	keys := make([]string, 0, len(calls))
 	lanes := make([]string, 0, len(calls))
+	senders := make([]string, 0, len(calls)) // each lane's business number, as given
 	seen := map[string]bool{}
 	for _, c := range calls {
 		if !c.fresh || o.d.postgres {
@@ -208,14 +209,14 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		if !seen[c.lane] {
 			seen[c.lane] = true
-			lanes = append(lanes, c.lane)
+			lanes, senders = append(lanes, c.lane), append(senders, c.from)
 		}
 	}
 	stored := map[string]Ticket{}
 	prints := map[string]*msgPrint{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
 	laneNo := map[string]int64{} // SQLite: the lanes numbered already
-	if err := o.lookup(ctx, tx, keys, lanes, stored, prints, depth, laneNo); err != nil {
+	if err := o.lookup(ctx, tx, keys, lanes, senders, stored, prints, depth, laneNo); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	// The live items per number and in all.
@@ -536,16 +537,14 @@ func (o *Outbox) numberLanes(ctx context.Context, tx *sql.Tx, ins []*enqCall, la
 	return nil
 }
 
-// laneSender is the business number of a lane (from + ">" + recipient).
-func laneSender(lane string) string {
-	from, _, _ := strings.Cut(lane, ">")
-	return from
-}
-
 // lookup fills stored and prints with the items of keys already stored,
-// depth with the live items of lanes, and (SQLite) laneNo with the
-// numbers of the lanes numbered already.
-func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int, laneNo map[string]int64) error {
+// depth with the live items of lanes (senders[i] is the business number
+// of lanes[i]), and (SQLite) laneNo with the numbers of the lanes
+// numbered already.
+func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes, senders []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int, laneNo map[string]int64) error {
+	if !o.d.postgres && len(keys)+len(lanes) >= lookupBatch {
+		return o.lookupMany(ctx, tx, keys, lanes, senders, stored, prints, depth, laneNo)
+	}
 	if !o.d.postgres {
 		// SQLite: a prepared statement per key and per lane.
 		for _, k := range keys {
@@ -562,10 +561,10 @@ func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, s
 			stored[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
 			prints[key] = &msgPrint{lane: lane, body: []byte(body)}
 		}
-		for _, l := range lanes {
+		for i, l := range lanes {
 			var id int64
 			var n int
-			err := o.queryRow(ctx, tx, sqlLaneDepth, laneSender(l), l).Scan(&id, &n)
+			err := o.queryRow(ctx, tx, sqlLaneDepth, senders[i], l).Scan(&id, &n)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // a new lane: empty, numbered if an item is stored
 			}
@@ -599,6 +598,69 @@ func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, s
 	return rows.Err()
 }
 
+// lookupBatch is the number of keys and lanes from which lookup reads
+// them with two statements (lookupMany) rather than one statement each:
+// a statement costs more around it (database/sql, the driver) than in
+// SQLite for one key, while a list in JSON costs its encoding.
+const lookupBatch = 8
+
+// lookupMany is lookup with SQLite for many keys and lanes: two
+// statements, the keys and the lanes listed in JSON.
+func (o *Outbox) lookupMany(ctx context.Context, tx *sql.Tx, keys, lanes, senders []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int, laneNo map[string]int64) error {
+	if len(keys) > 0 {
+		list, err := json.Marshal(keys)
+		if err != nil {
+			return err
+		}
+		rows, err := o.query(ctx, tx, sqlLookupKeys, string(list))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var key, st, lane, body string
+			var enq, exp int64
+			if err := rows.Scan(&key, &st, &enq, &exp, &lane, &body); err != nil {
+				rows.Close()
+				return err
+			}
+			s, _ := parseState(st)
+			stored[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+			prints[key] = &msgPrint{lane: lane, body: []byte(body)}
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Close()
+	}
+	if len(lanes) == 0 {
+		return nil
+	}
+	bySender := make(map[string]string, len(lanes)) // lane -> its number's ID
+	for i, l := range lanes {
+		bySender[l] = senders[i]
+	}
+	list, err := json.Marshal(bySender)
+	if err != nil {
+		return err
+	}
+	rows, err := o.query(ctx, tx, sqlLaneDepths, string(list))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var lane string
+		var id int64
+		var n int
+		if err := rows.Scan(&lane, &id, &n); err != nil {
+			return err
+		}
+		depth[lane], laneNo[lane] = n, id
+	}
+	return rows.Err()
+}
+
 // The statements of lookup and numberLanes with SQLite. sqlLaneDepth
 // reads a lane's number and its live items (no row: a lane never
 // numbered), its arguments the lane's sender and the lane.
@@ -606,6 +668,11 @@ var (
 	sqlLookupKey = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey = ?`
 	sqlLaneDepth = `SELECT l.id, (SELECT COUNT(*) FROM outbox_items i WHERE i.sender = ? AND i.lane_no = l.id AND i.state IN ('queued', 'sending'))
 		FROM outbox_lanes l WHERE l.lane = ?`
+	// lookupMany's: the keys as a JSON array; the lanes as a JSON object,
+	// each lane's business number its value (lanes never numbered: no row).
+	sqlLookupKeys = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (SELECT value FROM json_each(?))`
+	sqlLaneDepths = `SELECT j.key, l.id, (SELECT COUNT(*) FROM outbox_items i WHERE i.sender = j.value AND i.lane_no = l.id AND i.state IN ('queued', 'sending'))
+		FROM json_each(?) j JOIN outbox_lanes l ON l.lane = j.key`
 	// (In the JSON array's order: the numbers follow it.)
 	sqlNewLanes = `INSERT OR FAIL INTO outbox_lanes (lane) SELECT value FROM json_each(?) ORDER BY key RETURNING id, lane`
 )

@@ -47,7 +47,7 @@ func (c *stmtCache) close() {
 func hotSQL(d dialect) []string {
 	qs := []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
 		sqlNextWake, sqlRenew, sqlSweepDead, sqlSweepLate, sqlSweepResend, burstSQL(d), sqlWindow,
-		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlNewLanes, sqlGetItem, sqlGetHistory}
+		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlNewLanes, sqlLookupKeys, sqlLaneDepths, sqlGetItem, sqlGetHistory}
 	qs = append(qs, moveSQL...)
 	for _, n := range sqliteInserts {
 		qs = append(qs, insertSQL(n))
