@@ -673,8 +673,8 @@ var (
 	sqlLookupKeys = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (SELECT value FROM json_each(?))`
 	sqlLaneDepths = `SELECT j.key, l.id, (SELECT COUNT(*) FROM outbox_items i WHERE i.sender = j.value AND i.lane_no = l.id AND i.state IN ('queued', 'sending'))
 		FROM json_each(?) j JOIN outbox_lanes l ON l.lane = j.key`
-	// (In the JSON array's order: the numbers follow it.)
-	sqlNewLanes = `INSERT OR FAIL INTO outbox_lanes (lane) SELECT value FROM json_each(?) ORDER BY key RETURNING id, lane`
+	// (json_each reads the array in its order: so do the numbers.)
+	sqlNewLanes = `INSERT OR FAIL INTO outbox_lanes (lane) SELECT value FROM json_each(?) RETURNING id, lane`
 )
 
 // lookupSQL finds which of keys keys are stored, and the live items of

@@ -82,14 +82,15 @@ func subscriber(v uint32) int { return 10_000_000 + int(v/2)*37%89_999_999 }
 // ByRecipient returns the list sorted by the recipients' numbers, both
 // spellings of a person side by side; w is left as it was.
 //
-// This is how to hand a big list to the outbox: its keys (here one per
-// person) and its lanes (one per recipient) are indexed, and SQLite
-// writes a whole page of an index for every entry it adds or changes.
-// Enqueued in a random order, each recipient's entries land on pages of
-// their own, at enqueue, claim and outcome (a million-recipient list:
-// 35 GB written to disk, WAL and checkpoints, against 6 GB sorted); in
-// order, the indexes grow at their ends, as the items do, and a page
-// takes many recipients.
+// A sorted list is still the cheapest to hand to the outbox: its keys
+// (here one per person) and its lanes' names (one per recipient) are
+// indexed, and SQLite writes a whole page of an index for every entry it
+// adds. Enqueued in a random order, each recipient's key and new lane
+// land on pages of their own; in order, those indexes grow at their ends
+// and a page takes many recipients. (The outbox's other indexes follow
+// the order of enqueue whatever the list's, since schema 7 numbers the
+// lanes. A million recipients, enqueued 20,000 at a time: 9.1 GB written
+// to disk in random order, 5.3 GB sorted; 35 GB in random order before.)
 func (w Workload) ByRecipient() Workload {
 	w.order = slices.Clone(w.order)
 	slices.SortStableFunc(w.order, func(a, b uint32) int { return cmp.Compare(subscriber(a), subscriber(b)) })
