@@ -241,3 +241,59 @@ func TestEnqueueBurstCut(t *testing.T) {
 		checkCounts(t, o)
 	})
 }
+
+// A batch large enough for lookup to read its keys and lanes in two
+// statements (lookupMany) decides each message as Enqueue would: stored
+// keys (same message: the existing ticket; another: a conflict), the
+// depth of lanes with live items, new lanes.
+func TestEnqueueManyLookupBatch(t *testing.T) {
+	o, _ := openSQLite(t, outbox.WithLaneCapacity(2))
+	ctx := t.Context()
+	keyed := func(to int, body, key string) cloudapi.Message {
+		m := cloudapi.Text(recipient(to), body)
+		m.IdempotencyKey = key
+		return m
+	}
+	for i := range 4 {
+		if _, err := o.Enqueue(ctx, from, keyed(i, "before", fmt.Sprint("k", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := []cloudapi.Message{
+		keyed(0, "before", "k0"),         // stored: its ticket
+		keyed(1, "another", "k1"),        // stored for another message
+		keyed(2, "second", "n2a"),        // lane 2's second
+		keyed(2, "third: full", "n2b"),   // lane 2 is full
+		keyed(3, "second", "n3"),         // lane 3's second
+		keyed(10, "new lane", "n10a"),    // a new lane
+		keyed(10, "new lane 2", "n10b"),  // its second
+		keyed(10, "new lane: full", "x"), // its third
+		keyed(11, "new lane", "n11"),
+		keyed(11, "again", "n11"), // a key of this batch, another message
+	}
+	res, err := o.EnqueueMany(ctx, from, msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res {
+		switch {
+		case errors.Is(r.Err, outbox.ErrIdempotencyConflict):
+			got = append(got, "conflict")
+		case errors.Is(r.Err, outbox.ErrQueueFull):
+			got = append(got, "full")
+		case r.Err != nil:
+			got = append(got, r.Err.Error())
+		case r.Ticket.Existing:
+			got = append(got, "existing")
+		default:
+			got = append(got, "queued")
+		}
+	}
+	if want := "[existing conflict queued full queued queued queued full queued conflict]"; fmt.Sprint(got) != want {
+		t.Fatalf("results %v, want %s", got, want)
+	}
+	if got := checkCounts(t, o); got[outbox.StateQueued] != 4+5 {
+		t.Fatalf("queued %d, want 9", got[outbox.StateQueued])
+	}
+}

@@ -201,6 +201,7 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 	// query for the whole batch.)
 	keys := make([]string, 0, len(calls))
 	lanes := make([]string, 0, len(calls))
+	senders := make([]string, 0, len(calls)) // each lane's business number, as given
 	seen := map[string]bool{}
 	for _, c := range calls {
 		if !c.fresh || o.d.postgres {
@@ -208,13 +209,14 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		}
 		if !seen[c.lane] {
 			seen[c.lane] = true
-			lanes = append(lanes, c.lane)
+			lanes, senders = append(lanes, c.lane), append(senders, c.from)
 		}
 	}
 	stored := map[string]Ticket{}
 	prints := map[string]*msgPrint{} // key -> the stored message's fingerprint
 	depth := map[string]int{}
-	if err := o.lookup(ctx, tx, keys, lanes, stored, prints, depth); err != nil {
+	laneNo := map[string]int64{} // SQLite: the lanes numbered already
+	if err := o.lookup(ctx, tx, keys, lanes, senders, stored, prints, depth, laneNo); err != nil {
 		return fmt.Errorf("outbox: enqueue: %w", err)
 	}
 	// The live items per number and in all.
@@ -272,19 +274,33 @@ func (o *Outbox) storeAll(ctx context.Context, tx *sql.Tx, calls []*enqCall, try
 		return nil
 	}
 
+	// SQLite: number the new lanes, in the order of their first items.
+	if !o.d.postgres {
+		if err := o.numberLanes(ctx, tx, ins, laneNo); err != nil {
+			return fmt.Errorf("outbox: enqueue: %w", err)
+		}
+	}
+
 	// A few statements insert them all, in order (ids, hence FIFO order
 	// in a lane, follow it).
 	keys = keys[:0]
 	done := 0
 	for len(ins[done:]) > 0 {
 		n := o.insertChunk(len(ins[done:]))
-		args := make([]any, 0, 11*n)
+		args := make([]any, 0, 12*n)
 		for i, c := range ins[done : done+n] {
 			args = append(args, c.m.IdempotencyKey, c.lane, c.from, c.to, string(c.m.Kind()), bodies[done+i], nanos(now), nanos(now),
 				nanos(c.t.ExpiresAt), nanos(now), c.burst)
+			if !o.d.postgres {
+				args = append(args, laneNo[c.lane])
+			}
 		}
 		done += n
-		ks, err := o.queryKeys(ctx, tx, insertSQL(n), args...)
+		q := insertSQL(n)
+		if o.d.postgres {
+			q = pgInsertSQL(n)
+		}
+		ks, err := o.queryKeys(ctx, tx, q, args...)
 		if err != nil {
 			return fmt.Errorf("outbox: enqueue: %w", err)
 		}
@@ -477,9 +493,58 @@ func (o *Outbox) decide(ctx context.Context, tx *sql.Tx, now time.Time, from str
 	return est, nil
 }
 
+// numberLanes (SQLite) gives the lanes of ins that have no number in
+// laneNo one (outbox_lanes), in the order of their first items, and adds
+// it to laneNo.
+func (o *Outbox) numberLanes(ctx context.Context, tx *sql.Tx, ins []*enqCall, laneNo map[string]int64) error {
+	var lanes []string
+	for _, c := range ins {
+		if _, ok := laneNo[c.lane]; !ok {
+			laneNo[c.lane] = 0
+			lanes = append(lanes, c.lane)
+		}
+	}
+	if len(lanes) == 0 {
+		return nil
+	}
+	// One statement for them all (a statement per lane cost a tenth of a
+	// campaign's enqueue).
+	list, err := json.Marshal(lanes)
+	if err != nil {
+		return err
+	}
+	rows, err := o.query(ctx, tx, sqlNewLanes, string(list))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var lane string
+		if err := rows.Scan(&id, &lane); err != nil {
+			return err
+		}
+		laneNo[lane] = id
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(lanes) {
+		return fmt.Errorf("numbered %d of %d new lanes", n, len(lanes))
+	}
+	return nil
+}
+
 // lookup fills stored and prints with the items of keys already stored,
-// and depth with the live items of lanes.
-func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int) error {
+// depth with the live items of lanes (senders[i] is the business number
+// of lanes[i]), and (SQLite) laneNo with the numbers of the lanes
+// numbered already.
+func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes, senders []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int, laneNo map[string]int64) error {
+	if !o.d.postgres && len(keys)+len(lanes) >= lookupBatch {
+		return o.lookupMany(ctx, tx, keys, lanes, senders, stored, prints, depth, laneNo)
+	}
 	if !o.d.postgres {
 		// SQLite: a prepared statement per key and per lane.
 		for _, k := range keys {
@@ -496,12 +561,17 @@ func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, s
 			stored[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
 			prints[key] = &msgPrint{lane: lane, body: []byte(body)}
 		}
-		for _, l := range lanes {
+		for i, l := range lanes {
+			var id int64
 			var n int
-			if err := o.queryRow(ctx, tx, sqlLaneDepth, l).Scan(&n); err != nil {
+			err := o.queryRow(ctx, tx, sqlLaneDepth, senders[i], l).Scan(&id, &n)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // a new lane: empty, numbered if an item is stored
+			}
+			if err != nil {
 				return err
 			}
-			depth[l] = n
+			depth[l], laneNo[l] = n, id
 		}
 		return nil
 	}
@@ -528,10 +598,83 @@ func (o *Outbox) lookup(ctx context.Context, tx *sql.Tx, keys, lanes []string, s
 	return rows.Err()
 }
 
-// The statements of lookup with SQLite.
+// lookupBatch is the number of keys and lanes from which lookup reads
+// them with two statements (lookupMany) rather than one statement each:
+// a statement costs more around it (database/sql, the driver) than in
+// SQLite for one key, while a list in JSON costs its encoding.
+const lookupBatch = 8
+
+// lookupMany is lookup with SQLite for many keys and lanes: two
+// statements, the keys and the lanes listed in JSON.
+func (o *Outbox) lookupMany(ctx context.Context, tx *sql.Tx, keys, lanes, senders []string, stored map[string]Ticket, prints map[string]*msgPrint, depth map[string]int, laneNo map[string]int64) error {
+	if len(keys) > 0 {
+		list, err := json.Marshal(keys)
+		if err != nil {
+			return err
+		}
+		rows, err := o.query(ctx, tx, sqlLookupKeys, string(list))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var key, st, lane, body string
+			var enq, exp int64
+			if err := rows.Scan(&key, &st, &enq, &exp, &lane, &body); err != nil {
+				rows.Close()
+				return err
+			}
+			s, _ := parseState(st)
+			stored[key] = Ticket{Key: key, State: s, Existing: true, EnqueuedAt: fromNanos(enq), ExpiresAt: fromNanos(exp)}
+			prints[key] = &msgPrint{lane: lane, body: []byte(body)}
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Close()
+	}
+	if len(lanes) == 0 {
+		return nil
+	}
+	bySender := make(map[string]string, len(lanes)) // lane -> its number's ID
+	for i, l := range lanes {
+		bySender[l] = senders[i]
+	}
+	list, err := json.Marshal(bySender)
+	if err != nil {
+		return err
+	}
+	rows, err := o.query(ctx, tx, sqlLaneDepths, string(list))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var lane string
+		var id int64
+		var n int
+		if err := rows.Scan(&lane, &id, &n); err != nil {
+			return err
+		}
+		depth[lane], laneNo[lane] = n, id
+	}
+	return rows.Err()
+}
+
+// The statements of lookup and numberLanes with SQLite. sqlLaneDepth
+// reads a lane's number and its live items (no row: a lane never
+// numbered), its arguments the lane's sender and the lane.
 var (
 	sqlLookupKey = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey = ?`
-	sqlLaneDepth = `SELECT COUNT(*) FROM outbox_items WHERE state IN ('queued', 'sending') AND lane = ?`
+	sqlLaneDepth = `SELECT l.id, (SELECT COUNT(*) FROM outbox_items i WHERE i.sender = ? AND i.lane_no = l.id AND i.state IN ('queued', 'sending'))
+		FROM outbox_lanes l WHERE l.lane = ?`
+	// lookupMany's: the keys as a JSON array; the lanes as a JSON object,
+	// each lane's business number its value (lanes never numbered: no row).
+	sqlLookupKeys = `SELECT ikey, state, enqueued_at, expires_at, lane, message FROM outbox_items WHERE ikey IN (SELECT value FROM json_each(?))`
+	sqlLaneDepths = `SELECT j.key, l.id, (SELECT COUNT(*) FROM outbox_items i WHERE i.sender = j.value AND i.lane_no = l.id AND i.state IN ('queued', 'sending'))
+		FROM json_each(?) j JOIN outbox_lanes l ON l.lane = j.key`
+	// (json_each reads the array in its order: so do the numbers.)
+	sqlNewLanes = `INSERT OR FAIL INTO outbox_lanes (lane) SELECT value FROM json_each(?) RETURNING id, lane`
 )
 
 // lookupSQL finds which of keys keys are stored, and the live items of
@@ -622,9 +765,15 @@ func (o *Outbox) countEnqueued(from string) {
 	}
 }
 
-// insertSQL inserts n items.
+// insertSQL inserts n items (SQLite: each with its lane's number).
 func insertSQL(n int) string {
-	return `INSERT OR FAIL INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
+	return `INSERT OR FAIL INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst, lane_no) VALUES ` +
+		repeatJoin(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`, ", ", n) + ` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`
+}
+
+// pgInsertSQL inserts n items (Postgres).
+func pgInsertSQL(n int) string {
+	return `INSERT INTO outbox_items (ikey, seq, lane, sender, recipient, kind, message, state, enqueued_at, due_at, expires_at, state_at, burst) VALUES ` +
 		repeatJoin(`(?, 0, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`, ", ", n) + ` ON CONFLICT (ikey) DO NOTHING RETURNING ikey`
 }
 

@@ -104,9 +104,11 @@ func TestPostgresExpireBurstMemberDuringClaim(t *testing.T) {
 }
 
 // The upgrade of a big queue (200,000 items) to schema 6 adds a column
-// without rewriting the rows (SQLite stores the default in the schema):
-// the file does not grow, and Open takes well under a second of work
-// (logged). Skipped with -short.
+// without rewriting the rows (SQLite stores the default in the schema),
+// and Open takes well under a second of work for it (logged). Schema 7
+// does rewrite every row once, to store its lane's number (a small
+// integer): the file grows by that column and the page splits it causes
+// (about 12 % here), not by a copy of the rows. Skipped with -short.
 func TestUpgradeFromV5SQLiteBig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200,000 items")
@@ -153,8 +155,8 @@ func TestUpgradeFromV5SQLiteBig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Open (migrating %d items): %v; file %d -> %d bytes", n, took, before.Size(), after.Size())
-	if after.Size() > before.Size()+before.Size()/20 {
-		t.Errorf("the file grew from %d to %d bytes: the rows were rewritten", before.Size(), after.Size())
+	if after.Size() > before.Size()+before.Size()/5 {
+		t.Errorf("the file grew from %d to %d bytes: the rows were copied", before.Size(), after.Size())
 	}
 }
 

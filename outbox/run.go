@@ -641,13 +641,18 @@ func pickSQL(d dialect) string {
 		other = `COALESCE((SELECT s.sent_at FROM outbox_items s WHERE s.lane = i.lane AND s.sent_at > 0 AND s.id <> i.id
 			AND s.state NOT IN ('queued', 'expired') AND s.owner <> ? AND NOT ` + sqlNeverWrittenOther + ` ORDER BY s.sent_at DESC LIMIT 1), 0)`
 	}
-	// "j.id <> i.id" first: the live index finds i itself in its lane,
-	// which never blocks it; so tested, the lane of a single item (the
-	// common case) is answered from the index, without reading i's row a
-	// second time for j.state.
+	// The lane's other live items: by name on Postgres, by number on
+	// SQLite (the live index's key, schema 7). "j.id <> i.id" first: the
+	// live index finds i itself in its lane, which never blocks it; so
+	// tested, the lane of a single item (the common case) is answered
+	// from the index, without reading i's row a second time for j.state.
+	sameLane := `j.lane = i.lane`
+	if !d.postgres {
+		sameLane = `j.sender = i.sender AND j.lane_no = i.lane_no`
+	}
 	q := `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, ` + other + `
 		FROM outbox_items i` + hint + ` WHERE i.state = 'queued' AND i.due_at <= ?
-		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
+		AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE ` + sameLane + ` AND j.state IN ('queued', 'sending')
 			AND j.id <> i.id AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
 		ORDER BY i.due_at, i.seq LIMIT ` + limit
 	if d.postgres {
@@ -872,6 +877,12 @@ func burstSQL(d dialect) string {
 		AND state IN ('queued', 'sending') ORDER BY seq, id`
 	if d.postgres {
 		q += ` FOR UPDATE`
+	} else {
+		// The live index's key is the head's number and lane number
+		// (schema 7): read from the head, whose id is the third argument.
+		q = `SELECT ` + claimColumns + `, 0 FROM outbox_items WHERE lane = ?1 AND burst = ?2 AND state = 'queued' AND id > ?3
+		AND state IN ('queued', 'sending') AND sender = (SELECT h.sender FROM outbox_items h WHERE h.id = ?3)
+		AND lane_no = (SELECT h.lane_no FROM outbox_items h WHERE h.id = ?3) ORDER BY seq, id`
 	}
 	return q
 }

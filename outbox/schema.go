@@ -19,8 +19,11 @@ import (
 // without an upsert (see migrateSQLite3to4). Version 5 adds the write
 // marks of Run's claims (unwritten_at, WithWriteMarks). Version 6 moves the
 // history and counters of the hot transitions out of the per-row triggers
-// (transitions.go).
-const SchemaVersion = 6
+// (transitions.go). Version 7 (SQLite) numbers the lanes in the order
+// they first appear (outbox_lanes) and indexes the live items by number
+// and lane number, so that a list enqueued in any order grows that index
+// at its end (see migrateSQLite6to7).
+const SchemaVersion = 7
 
 // migration moves a schema from version to version+1.
 type migration struct {
@@ -34,7 +37,42 @@ var migrations = []migration{
 	{sqlite: migrateSQLite3to4, postgres: `SELECT 1`},
 	{sqlite: migrateUnwritten, postgres: migrateUnwritten}, // mark.go
 	{sqlite: migrateSQLite5to6, postgres: migratePostgres5to6},
+	{sqlite: migrateSQLite6to7, postgres: `SELECT 1`},
 }
+
+// migrateSQLite6to7 numbers the lanes (outbox_lanes: a lane's number is
+// given at its first enqueue and kept, so numbers follow the order in
+// which lanes first appeared) and indexes the live items by (sender,
+// lane_no, seq) instead of (lane, seq).
+//
+// Why: SQLite writes a whole page of an index for every entry it adds,
+// rewrites or drops, and the live index's entry of an item is added at its
+// enqueue, rewritten at its claim (the index's condition reads state) and
+// dropped at its outcome. Keyed by the lane's name, a list enqueued in a
+// CRM's order (random recipients) put each of those three writes on a
+// random page of an index of a million lanes; keyed by the lane's number,
+// they fall at the index's end, as the items' own rows do, whatever the
+// list's order: one random write per new lane is left (outbox_lanes' own
+// index of names), and none for a lane seen before. The sender leads the
+// key so that Run can walk one number's lanes (share.go).
+//
+// Existing lanes are numbered in the order of their oldest item. Postgres
+// keeps its layout (its version is 7 with nothing changed). A worker of
+// version 6 still running on the file afterwards (SQLite allows several
+// processes) inserts items with lane_no 0: each of its numbers' items
+// then share one lane, sent one at a time in order, nothing lost or sent
+// twice; open such files with one version at a time.
+const migrateSQLite6to7 = `
+CREATE TABLE outbox_lanes (
+	id   INTEGER PRIMARY KEY,
+	lane TEXT NOT NULL UNIQUE
+);
+INSERT INTO outbox_lanes (lane) SELECT lane FROM outbox_items GROUP BY lane ORDER BY MIN(id);
+ALTER TABLE outbox_items ADD COLUMN lane_no INTEGER NOT NULL DEFAULT 0;
+UPDATE outbox_items SET lane_no = (SELECT l.id FROM outbox_lanes l WHERE l.lane = outbox_items.lane);
+DROP INDEX IF EXISTS outbox_items_live;
+CREATE INDEX outbox_items_live ON outbox_items (sender, lane_no, seq) WHERE state IN ('queued', 'sending');
+`
 
 // migrateSQLite5to6 adds moves, the count of an item's transitions
 // recorded by the statement that made them (transitions.go), and has the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -401,6 +402,126 @@ func TestUpgradeFromV5Postgres(t *testing.T) {
 	for k, n := range seen {
 		if n != 1 {
 			t.Errorf("%s sent %d times", k, n)
+		}
+	}
+}
+
+// testdata/v6.db was written by schema version 6 (at 070f5ea, see the
+// commit that added it): four items accepted; three lanes of each of two
+// numbers, three queued items each, the lanes created in an order other
+// than their names' and their items interleaved; one expired by the
+// operator; one queued whose deadline has passed; a queued item with a
+// burst of three behind it; and a lane whose head was claimed by a worker
+// that died (sending, its lease ended) with one item queued behind it.
+// Opened by this code its lanes are numbered in the order they first
+// appeared, an item enqueued after the upgrade joins its lane's end, and
+// the queue drains with each queued item sent once, in its lane's order,
+// the burst back to back, nothing sent before sent again.
+func TestUpgradeFromV6SQLite(t *testing.T) {
+	path := copyFixture(t, "v6.db")
+	ctx := t.Context()
+	o, err := outbox.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var v int
+	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
+		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
+	}
+	checkCountsByNumber(t, o.DB(), false)
+	if got := checkCounts(t, o); got[outbox.StateAccepted] != 4 || got[outbox.StateQueued] != 24 || got[outbox.StateSending] != 1 || got[outbox.StateExpired] != 1 {
+		t.Fatalf("counts after the upgrade: %v", got)
+	}
+	// Lanes numbered in the order of their oldest items.
+	rows, err := o.DB().QueryContext(ctx, `SELECT l.lane FROM outbox_lanes l ORDER BY l.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lanes []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		lanes = append(lanes, strings.TrimPrefix(l, "1065403522429"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if want := "[22>237690000010 22>237690000011 22>237690000012 22>237690000013 22>237690000002 23>237690000002 22>237690000000 23>237690000000 " +
+		"22>237690000001 23>237690000001 22>237690000020 22>237690000021 22>237690000023 22>237690000022]"; fmt.Sprint(lanes) != want {
+		t.Fatalf("lanes in the order of their numbers %v, want %s", lanes, want)
+	}
+	var unnumbered int
+	if err := o.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_items i WHERE lane_no <> (SELECT id FROM outbox_lanes l WHERE l.lane = i.lane)`).Scan(&unnumbered); err != nil || unnumbered != 0 {
+		t.Fatalf("%d items without their lane's number (%v)", unnumbered, err)
+	}
+	// After the upgrade: one more item in an old lane, one in a new lane.
+	for to, key := range map[int]string{0: "queued-0-3", 30: "new-0"} {
+		m := cloudapi.Text(recipient(to), key)
+		m.IdempotencyKey = key
+		if _, err := o.Enqueue(ctx, from, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000), cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
+	c := newClient(t, meta, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
+	runDrain(t, o, c)
+	checkCountsByNumber(t, o.DB(), false)
+	got := checkCounts(t, o)
+	if got[outbox.StateAccepted] != 29 || got[outbox.StateExpired] != 2 || got[outbox.StateSubmittedUnknown] != 1 || got[outbox.StateQueued]+got[outbox.StateSending] != 0 {
+		t.Fatalf("counts after draining: %v", got)
+	}
+	seen := map[string]int{}
+	var order []string // the accepted sends, in the order sent
+	last := map[string]string{}
+	for _, r := range meta.Requests() {
+		if !r.Accepted {
+			continue
+		}
+		k := r.CallbackData
+		seen[k]++
+		order = append(order, k)
+		if strings.HasPrefix(k, "queued-") || strings.HasPrefix(k, "other-") {
+			lane := k[:len(k)-2]
+			if prev := last[lane]; prev != "" && prev > k {
+				t.Errorf("lane %s: %s sent after %s", lane, k, prev)
+			}
+			last[lane] = k
+		}
+	}
+	if last["queued-0"] != "queued-0-3" {
+		t.Errorf("lane 0's last send %s, want queued-0-3", last["queued-0"])
+	}
+	if i := slices.Index(order, "burst-1"); i < 0 || i+2 >= len(order) || fmt.Sprint(order[i:i+3]) != "[burst-1 burst-2 burst-3]" ||
+		slices.Index(order, "burst-0") > i {
+		t.Errorf("the burst behind burst-0: sends %v", order)
+	}
+	if len(seen) != 25 || seen["dead-1"] != 1 || seen["new-0"] != 1 {
+		t.Fatalf("sent %v, want the 18 queued items of the lanes, the burst's four, dead-1 and the two enqueued after the upgrade", seen)
+	}
+	for k, n := range seen {
+		if n != 1 || strings.HasPrefix(k, "sent-") || k == "dead-0" || k == "late" || k == "cancelled" {
+			t.Errorf("%s sent %d times", k, n)
+		}
+	}
+	for key, want := range map[string][]outbox.State{
+		"dead-0":     {outbox.StateQueued, outbox.StateSending, outbox.StateSubmittedUnknown},
+		"late":       {outbox.StateQueued, outbox.StateExpired},
+		"cancelled":  {outbox.StateQueued, outbox.StateExpired},
+		"other-1-2":  {outbox.StateQueued, outbox.StateSending, outbox.StateAccepted},
+		"sent-3":     {outbox.StateQueued, outbox.StateSending, outbox.StateAccepted},
+		"queued-0-3": {outbox.StateQueued, outbox.StateSending, outbox.StateAccepted},
+	} {
+		var got []outbox.State
+		for _, h := range mustGet(t, o, key).History {
+			got = append(got, h.State)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: history %v, want %v", key, got, want)
 		}
 	}
 }

@@ -33,24 +33,31 @@ const sendersEvery = 100 * time.Millisecond
 // maxSenders bounds the numbers one listing reads.
 const maxSenders = 1000
 
-// sqlNextSender is the first lane with live items at or after a lane: one
-// seek in the live index per number (a skip scan).
-const sqlNextSender = `SELECT lane FROM outbox_items INDEXED BY outbox_items_live
-	WHERE state IN ('queued', 'sending') AND lane >= ? ORDER BY lane LIMIT 1`
+// sqlNextSender is the first number with live items at or after a
+// string: one seek in the live index per number (a skip scan; the index
+// leads with the sender, schema 7).
+const sqlNextSender = `SELECT sender FROM outbox_items INDEXED BY outbox_items_live
+	WHERE state IN ('queued', 'sending') AND sender >= ? ORDER BY sender LIMIT 1`
 
-// sqlPickLanes is pickSQL (SQLite) for a range of lanes (lower bound
-// excluded, upper included), in lane order. Its LIMIT is "+?" for the
-// reason pickSQL gives.
+// sqlPickLanes is pickSQL (SQLite) for number from (the first argument)
+// and a range of its lanes in the order of their numbers (schema 7),
+// given by two lanes' names: above the first's number, up to the
+// second's (a name never numbered: below every lane, or above every
+// lane, see laneBelow). Its LIMIT is "+?" for the reason pickSQL gives.
 const sqlPickLanes = `SELECT i.id, i.ikey, i.sender, i.recipient, i.kind, i.message, i.attempts, i.resends, i.enqueued_at, i.expires_at, i.lane, i.burst, 0
 	FROM outbox_items i INDEXED BY outbox_items_live
-	WHERE i.state IN ('queued', 'sending') AND i.state = 'queued' AND i.lane > ? AND i.lane <= ? AND i.due_at <= ?
-	AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.lane = i.lane AND j.state IN ('queued', 'sending')
+	WHERE i.state IN ('queued', 'sending') AND i.state = 'queued' AND i.sender = ?
+	AND i.lane_no > COALESCE((SELECT l.id FROM outbox_lanes l WHERE l.lane = ?), 0)
+	AND i.lane_no <= COALESCE((SELECT l.id FROM outbox_lanes l WHERE l.lane = ?), 9223372036854775807) AND i.due_at <= ?
+	AND NOT EXISTS (SELECT 1 FROM outbox_items j WHERE j.sender = i.sender AND j.lane_no = i.lane_no AND j.state IN ('queued', 'sending')
 		AND (j.state = 'sending' OR j.seq < i.seq OR (j.seq = i.seq AND j.id < i.id)))
-	ORDER BY i.lane, i.seq LIMIT +?`
+	ORDER BY i.lane_no, i.seq LIMIT +?`
 
 // A lane is from + ">" + recipient (from + ">" for read receipts), and
 // from is digits, which sort before '=' , '>' and '?': the lanes of from
 // are those above from + "=" and below from + "?", and no other number's.
+// Neither name is a lane: as bounds of sqlPickLanes, the first stands
+// below all of from's lanes, the second above.
 func laneBelow(from string) string { return from + "=" }
 func laneAbove(from string) string { return from + "?" }
 
@@ -126,7 +133,7 @@ func (r *runner) pickLanes(ctx context.Context, tx *sql.Tx, now time.Time, from 
 		if len(picks)+len(bad) >= n || span[0] >= span[1] {
 			continue
 		}
-		p, b, err := r.scanPicks(ctx, tx, now, sqlPickLanes, span[0], span[1], nanos(now), n-len(picks)-len(bad)+kept)
+		p, b, err := r.scanPicks(ctx, tx, now, sqlPickLanes, from, span[0], span[1], nanos(now), n-len(picks)-len(bad)+kept)
 		if err != nil {
 			return nil, nil, err
 		}

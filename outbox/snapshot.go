@@ -45,7 +45,11 @@ func (o *Outbox) Snapshot(ctx context.Context) (Stats, error) {
 		return s, nil
 	}
 	var deepest, oldest sql.NullInt64
-	if err := o.queryRow(ctx, o.db, sqlLanes).Scan(&s.Lanes, &deepest); err != nil {
+	lanes := sqlLanes
+	if o.d.postgres {
+		lanes = pgLanes
+	}
+	if err := o.queryRow(ctx, o.db, lanes).Scan(&s.Lanes, &deepest); err != nil {
 		return s, fmt.Errorf("outbox: snapshot: %w", err)
 	}
 	s.DeepestLane = int(deepest.Int64)
@@ -57,7 +61,12 @@ func (o *Outbox) Snapshot(ctx context.Context) (Stats, error) {
 }
 
 var (
-	sqlLanes = `SELECT COUNT(*), MAX(n) FROM (SELECT lane, COUNT(*) AS n FROM outbox_items
+	// The lanes with live items and the deepest's depth: SQLite groups
+	// by the live index's key (a lane is a number and a lane number,
+	// schema 7), Postgres by the lane.
+	sqlLanes = `SELECT COUNT(*), MAX(n) FROM (SELECT sender, lane_no, COUNT(*) AS n FROM outbox_items
+		WHERE state IN ('queued', 'sending') GROUP BY sender, lane_no) AS lanes`
+	pgLanes = `SELECT COUNT(*), MAX(n) FROM (SELECT lane, COUNT(*) AS n FROM outbox_items
 		WHERE state IN ('queued', 'sending') GROUP BY lane) AS lanes`
 	sqlOldest = `SELECT MIN(enqueued_at) FROM outbox_items WHERE state = 'queued'`
 )

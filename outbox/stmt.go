@@ -48,7 +48,7 @@ func hotSQL(d dialect) []string {
 	qs := []string{pickSQL(d), claimSQL(d), acceptSQL(d), sqlSetState, sqlLateAccept, sqlDrop, sqlRequeue, sqlHold,
 		sqlNextWake, sqlRenew, sqlSweepUnwritten, sqlSweepDead, sqlSweepLate, sqlSweepResend, burstSQL(d), sqlWindow,
 		sqlPickLanes, sqlNextSender,
-		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlGetItem, sqlGetHistory}
+		d.countsSQL(), sqlCountInserted, sqlLookupKey, sqlLaneDepth, sqlNewLanes, sqlLookupKeys, sqlLaneDepths, sqlGetItem, sqlGetHistory}
 	qs = append(qs, moveSQL...)
 	for _, n := range sqliteInserts {
 		qs = append(qs, insertSQL(n))
