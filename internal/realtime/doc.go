@@ -14,10 +14,9 @@
 // again alone in a step of their own (.ci/run), with two rounds each. The
 // refusal counts are asserted in every run; the 95 % only when the machine
 // was not overcommitted by other work during the round (see check), since
-// a slot that passes while the sender waits for a CPU is lost; for (d),
-// also only when the machine has the CPUs for 5,000 msg/s (the sender's
-// and the fake's measured CPU per message times the figure, at most 80 %
-// of the CPUs: see short), which a 2-core machine does not. Under the
+// a slot that passes while the sender waits for a CPU is lost; (d)'s
+// share of 5,000 msg/s is issue 24's goal, measured in BENCHMARKS.md with
+// this scenario and logged, not asserted (see noFiveBar). Under the
 // race detector each scenario runs one 5 s round that checks refusals,
 // duplicates and errors, not the rate or the burst's cost. Knobs, for
 // measuring (BENCHMARKS.md): WAPACE_REALTIME_SECONDS (default 30),
