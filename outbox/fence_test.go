@@ -34,6 +34,21 @@ func (g gateHeld) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// gateHeldClient is a Client to meta whose requests a gateHeld holds
+// until its release is closed.
+func gateHeldClient(t *testing.T, meta *cloudapitest.Server) (gateHeld, *cloudapi.Client) {
+	t.Helper()
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	held := gateHeld{inner: inner, arrived: make(chan string, 4), ended: make(chan error, 4), release: make(chan struct{})}
+	c, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)),
+		cloudapi.WithHTTPClient(&http.Client{Transport: held}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held, c
+}
+
 // observerStall stalls Run's goroutine (its observer is called there)
 // at key's claim, until released: a worker whose Run cannot
 // renew its leases while its sends go on.
@@ -93,14 +108,7 @@ func stalledWorker(t *testing.T, marks bool) {
 	enqueue(a, recipient(1), "fence-1")
 	enqueue(a, recipient(1), "fence-2")
 
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	held := gateHeld{inner: inner, arrived: make(chan string, 4), ended: make(chan error, 4), release: make(chan struct{})}
-	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)),
-		cloudapi.WithHTTPClient(&http.Client{Transport: held}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, ca := gateHeldClient(t, meta)
 	doneA, stopA := startRun(t.Context(), a, ca)
 	within(t, held.arrived, "fence-1's request")
 	// Another lane's item stalls A's Run once claimed: no renewal.
@@ -193,14 +201,7 @@ func TestRunNeverHoldsTwoClaimsOfAnItem(t *testing.T) {
 	if _, err := a.Enqueue(t.Context(), from, m); err != nil {
 		t.Fatal(err)
 	}
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	held := gateHeld{inner: inner, arrived: make(chan string, 4), ended: make(chan error, 4), release: make(chan struct{})}
-	ca, err := cloudapi.New("TOKEN", cloudapi.WithBaseURL(meta.URL()), cloudapi.WithPairLimiter(pairlimit.New(fastPairs)),
-		cloudapi.WithHTTPClient(&http.Client{Transport: held}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, ca := gateHeldClient(t, meta)
 	doneA, stopA := startRun(t.Context(), a, ca)
 	within(t, held.arrived, "dup-1's request") // claimed, not marked
 
