@@ -32,23 +32,32 @@ func copyFixture(t *testing.T, name string) string {
 	return path
 }
 
+// openUpgraded opens a copy of testdata/name with this code (which
+// migrates it in place) and checks that it is at SchemaVersion. It is
+// closed when t ends; path is the copy's.
+func openUpgraded(t *testing.T, name string) (o *outbox.Outbox, path string) {
+	t.Helper()
+	path = copyFixture(t, name)
+	o, err := outbox.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	var v int
+	if err := o.DB().QueryRowContext(t.Context(), `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
+		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
+	}
+	return o, path
+}
+
 // testdata/v0.db was written by the release before schema versions (at
 // cf094c6): four items accepted, three lanes of three queued items, and one
 // queued item whose deadline passed long ago. Opened by this code it is
 // migrated in place, keeps every item and its history, and drains with
 // each queued item sent once, in its lane's order, and nothing sent again.
 func TestUpgradeFromUnversionedSQLite(t *testing.T) {
-	path := copyFixture(t, "v0.db")
 	ctx := t.Context()
-	o, err := outbox.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	var v int
-	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
-		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
-	}
+	o, path := openUpgraded(t, "v0.db")
 	st, err := o.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -255,17 +264,7 @@ func TestUpgradeFromUnversionedPostgres(t *testing.T) {
 // drains with each queued item sent once, in its lane's order: nothing
 // sent before is sent again, the dead claim becomes submitted_unknown.
 func TestUpgradeFromV5SQLite(t *testing.T) {
-	path := copyFixture(t, "v5.db")
-	ctx := t.Context()
-	o, err := outbox.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	var v int
-	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
-		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
-	}
+	o, _ := openUpgraded(t, "v5.db")
 	checkCountsByNumber(t, o.DB(), false)
 	if got := checkCounts(t, o); got[outbox.StateAccepted] != 4 || got[outbox.StateQueued] != 11 || got[outbox.StateSending] != 1 || got[outbox.StateExpired] != 1 {
 		t.Fatalf("counts after the upgrade: %v", got)
@@ -417,17 +416,8 @@ func TestUpgradeFromV5Postgres(t *testing.T) {
 // the queue drains with each queued item sent once, in its lane's order,
 // the burst back to back, nothing sent before sent again.
 func TestUpgradeFromV6SQLite(t *testing.T) {
-	path := copyFixture(t, "v6.db")
 	ctx := t.Context()
-	o, err := outbox.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	var v int
-	if err := o.DB().QueryRowContext(ctx, `SELECT version FROM outbox_schema`).Scan(&v); err != nil || v != outbox.SchemaVersion {
-		t.Fatalf("schema version %d (%v), want %d", v, err, outbox.SchemaVersion)
-	}
+	o, _ := openUpgraded(t, "v6.db")
 	checkCountsByNumber(t, o.DB(), false)
 	if got := checkCounts(t, o); got[outbox.StateAccepted] != 4 || got[outbox.StateQueued] != 24 || got[outbox.StateSending] != 1 || got[outbox.StateExpired] != 1 {
 		t.Fatalf("counts after the upgrade: %v", got)
