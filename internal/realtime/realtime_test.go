@@ -203,10 +203,10 @@ func client(a senderArgs, more ...cloudapi.Option) (*cloudapi.Client, func(), er
 }
 
 // send sends from a.Goroutines goroutines, each to new recipients, for
-// a.For.
-func send(ctx context.Context, a senderArgs) (senderResult, error) {
+// a.For, through a Client with the options more.
+func send(ctx context.Context, a senderArgs, more ...cloudapi.Option) (senderResult, error) {
 	hooks := &lets{at: map[string]time.Time{}}
-	c, closeFn, err := client(a, cloudapi.WithHooks(hooks))
+	c, closeFn, err := client(a, append([]cloudapi.Option{cloudapi.WithHooks(hooks)}, more...)...)
 	if err != nil {
 		return senderResult{}, err
 	}

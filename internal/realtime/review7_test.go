@@ -4,13 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,47 +40,10 @@ func TestReview7Sender(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &a); err != nil {
 		t.Fatal(err)
 	}
-	hooks := &lets{at: map[string]time.Time{}}
-	c, closeFn, err := client(a.senderArgs, cloudapi.WithHooks(hooks), cloudapi.WithNumberThroughput(number, review7MPS))
+	res, err := send(t.Context(), a.senderArgs, cloudapi.WithNumberThroughput(number, review7MPS))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
-	var (
-		mu  sync.Mutex
-		res = senderResult{Let: map[string]time.Time{}}
-		wg  sync.WaitGroup
-		to  = map[string]string{}
-	)
-	stop := time.Now().Add(a.For)
-	for g := range a.Goroutines {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(stop); i++ {
-				rcpt := fmt.Sprintf("2377%d%03d%05d", a.ID+1, g, i)
-				m := cloudapi.Text("+"+rcpt, "Our winter sale starts today.")
-				m.IdempotencyKey = fmt.Sprintf("r7-p%d-g%d-%d", a.ID, g, i)
-				_, err := c.Send(t.Context(), number, m)
-				mu.Lock()
-				to[m.IdempotencyKey] = rcpt
-				if err == nil {
-					res.Sent++
-				} else if len(res.Errors) < 10 {
-					res.Errors = append(res.Errors, err.Error())
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	hooks.mu.Lock()
-	for key, at := range hooks.at {
-		if r, ok := to[key]; ok {
-			res.Let[r] = at
-		}
-	}
-	hooks.mu.Unlock()
-	lim := c.Number(number)
-	res.Margin, res.Tolerance = lim.Margin(), lim.Tolerance()
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
