@@ -104,8 +104,15 @@ func (r *runner) renewed(ids []int64, end int64) {
 // two claims of one item (an outcome, a mark or a fence of the first
 // would be taken for the second's).
 func (r *runner) busy(it *claimed) bool {
-	for _, b := range append([]*claimed{it}, it.rest...) {
-		if _, ok := r.inflight[b.Key]; ok && !r.ending[b.Key] {
+	sending := func(key string) bool {
+		_, ok := r.inflight[key]
+		return ok && !r.ending[key]
+	}
+	if sending(it.Key) {
+		return true
+	}
+	for _, b := range it.rest {
+		if sending(b.Key) {
 			return true
 		}
 	}
