@@ -2,7 +2,6 @@ package cloudapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
-	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/pairlimit"
 )
 
@@ -233,48 +231,4 @@ func TestH2ResetIsNotResent(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		sendOnceOverH2(t, srv, r7Client(t, srv.URL(), cloudapi.WithHTTPClient(&http.Client{Transport: tr})))
 	})
-}
-
-// twoBodies is a transport that takes a second body of each request
-// (GetBody) before it reads the first, then reads both, and writes the
-// first; it reports what reading the second gave.
-type twoBodies struct {
-	inner  http.RoundTripper
-	second chan error
-}
-
-func (tb twoBodies) RoundTrip(r *http.Request) (*http.Response, error) {
-	again, err := r.GetBody()
-	if err != nil {
-		tb.second <- err
-		return tb.inner.RoundTrip(r)
-	}
-	first, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	_, err = io.ReadAll(again)
-	tb.second <- err
-	r2 := r.Clone(r.Context())
-	r2.Body, r2.GetBody = io.NopCloser(bytes.NewReader(first)), nil
-	return tb.inner.RoundTrip(r2)
-}
-
-// Only one body of a request is ever let go, even when a transport took a
-// second one before the first went: reading the second fails.
-func TestOneBodyLetGo(t *testing.T) {
-	meta := cloudapitest.NewServer(t)
-	tb := twoBodies{inner: http.DefaultTransport, second: make(chan error, 1)}
-	c := r7Client(t, meta.URL(), cloudapi.WithHTTPClient(&http.Client{Transport: tb}))
-	m := cloudapi.Text("+15550000001", "hello once")
-	m.IdempotencyKey = "one-body"
-	if _, err := c.Send(t.Context(), "100", m); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-tb.second; err == nil {
-		t.Errorf("the second body was let go after the first")
-	}
-	if n := len(meta.Requests()); n != 1 {
-		t.Errorf("Meta got %d requests, want 1", n)
-	}
 }

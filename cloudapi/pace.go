@@ -68,6 +68,7 @@ type gate struct {
 	done    bool
 	checked time.Time // when the check let the body go
 	aborted error     // why the check refused: no byte of the body left
+	marked  bool      // mark has returned nil
 	// released: a body was let go to the transport (it may have reached
 	// Meta); no other body is let go after it (getBody).
 	released bool

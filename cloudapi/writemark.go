@@ -31,19 +31,21 @@ func (g *gate) ready() error {
 		return g.fenced()
 	}
 	g.mu.Lock()
-	// (A body read after a marked one is marked again, harmlessly: the
-	// mark is followed by a check and the fence, and either refuses,
-	// which aborts the request, or the body goes, after which fenced lets
-	// no other go.)
-	if g.done { // the send gave up meanwhile
+	switch {
+	case g.done: // the send gave up meanwhile
 		g.mu.Unlock()
 		return errGateDone
+	case g.marked: // a second body, after a check that refused the first
+		g.mu.Unlock()
+		return g.fenced()
 	}
 	// The check runs again: until it does, the body has not been let go.
 	g.checked = time.Time{}
 	err := g.mark(g.s.ctx, g.key)
 	if err != nil {
 		g.aborted = err
+	} else {
+		g.marked = true
 	}
 	g.mu.Unlock()
 	if err != nil {
@@ -65,11 +67,6 @@ func (g *gate) fenced() error {
 	defer g.mu.Unlock()
 	if g.done {
 		return errGateDone
-	}
-	if g.released {
-		// Another body of the request went first (a transport's retry
-		// that began before it): only one is ever let go.
-		return errResend
 	}
 	if g.fence != nil {
 		if err := g.fence(g.key); err != nil {
