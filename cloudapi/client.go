@@ -151,6 +151,15 @@ func WithAPIVersion(v string) Option {
 // own should keep about as many as you have requests in flight
 // (http.Transport.MaxIdleConnsPerHost: its default, 2, makes most
 // requests dial).
+//
+// The Client lets one body of a request go to the transport and refuses
+// the request's GetBody after that (the attempt then ends
+// ErrSubmittedUnknown), which keeps net/http's own retries from sending a
+// message twice. It cannot tell a transport's copy that goes to Meta from
+// one it only reads (to log or route the request): a transport that takes
+// two bodies before either goes and sends both (hedged requests) sends
+// the message twice, and one that holds a body it has read past the
+// outbox's lease fence writes it late (see outbox.WithLease).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
