@@ -159,3 +159,76 @@ func TestReview8IdempotencyMemoryFullFailsUnsent(t *testing.T) {
 		}
 	})
 }
+
+// TestReview8CutMidRun: one number at 1,000 msg/s, Meta answering 400 ms
+// late (Run keeps ~630 sends in flight), is cut to 80 msg/s after 3 s
+// (c.Number(from).SetMPSAt): the hundreds of claimed sends waiting in the
+// Client move to the new pace, up to 8 s later, past two thirds of a 3 s
+// lease. Run renews their leases meanwhile: none may be fenced (refused,
+// requeued, counted), none unknown or failed, none sent twice, and no
+// second after the cut may carry more than 80.
+func TestReview8CutMidRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		meta := cloudapitest.NewServer(t, cloudapitest.WithThroughput(1000))
+		o, _ := openSQLite(t, outbox.WithLease(3*time.Second))
+		c := slowClient(t, meta, 400*time.Millisecond, cloudapi.WithThroughput(1000))
+		keys := enqueueReview8(t, o, 6000)
+		start := time.Now()
+		cut := start.Add(3 * time.Second)
+		go func() {
+			time.Sleep(3 * time.Second)
+			if err := c.Number(from).SetMPSAt(time.Now(), 80); err != nil {
+				t.Error(err)
+			}
+		}()
+		runFor(t, o, c, 3*time.Minute)
+		got := receivedBy(meta)
+		states := map[outbox.State]int{}
+		fenced, counted := 0, 0
+		var example outbox.Item
+		for _, k := range keys {
+			it := mustGet(t, o, k)
+			states[it.State]++
+			if got[k] > 1 {
+				t.Errorf("%s sent %d times", k, got[k])
+			}
+			for _, h := range it.History {
+				if h.State == outbox.StateQueued && h.Reason != "" {
+					fenced++
+					example = it
+					break
+				}
+			}
+			if it.Attempts > 1 {
+				counted++
+			}
+		}
+		var after []time.Time
+		for _, r := range meta.Requests() {
+			if !r.At.Before(cut.Add(time.Second)) {
+				after = append(after, r.At)
+			}
+		}
+		most := 0
+		for i, a := range after {
+			n := 0
+			for _, b := range after[i:] {
+				if b.After(a.Add(time.Second)) {
+					break
+				}
+				n++
+			}
+			most = max(most, n)
+		}
+		t.Logf("states %v; %d requeued, %d with more than one attempt; most in a second after the cut: %d", states, fenced, counted, most)
+		if fenced > 0 {
+			t.Errorf("%d items requeued; e.g. %s: %+v", fenced, example.Key, example.History)
+		}
+		if states[outbox.StateFailed]+states[outbox.StateSubmittedUnknown] > 0 {
+			t.Errorf("states %v", states)
+		}
+		if most > 80 {
+			t.Errorf("%d requests in a second after the cut to 80 msg/s", most)
+		}
+	})
+}
