@@ -184,3 +184,42 @@ func sortLanes(s []string) []string {
 	}
 	return append(a, c...)
 }
+
+// TestReview8OddKeysDedupeOnBothPaths: Enqueue reads the keys of a batch
+// of 8 or more through a JSON list (json_each), and of a smaller one as
+// bound parameters. Keys that JSON escapes (NUL, U+2028, quotes, a
+// backslash, a tab, HTML's <&>) or that are not ASCII find their stored
+// item on both paths: a batch enqueued again stores nothing new, and so
+// does each message alone.
+func TestReview8OddKeysDedupeOnBothPaths(t *testing.T) {
+	o, _ := openSQLite(t)
+	odd := []string{"a\x00b", "a\u2028b", "<&>", `"q"`, `back\slash`, "tab\tkey", "é", "😀", "a\x00", "\x00"}
+	msg := func(i int) cloudapi.Message {
+		m := cloudapi.Text(recipient(i), "x")
+		m.IdempotencyKey = odd[i]
+		return m
+	}
+	for round := range 2 {
+		var ms []cloudapi.Message
+		for i := range odd {
+			ms = append(ms, msg(i))
+		}
+		res, err := o.EnqueueMany(t.Context(), from, ms...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Ticket.Key != odd[i] || r.Ticket.Existing != (round > 0) {
+				t.Errorf("round %d, key %q: %+v", round, odd[i], r)
+			}
+		}
+	}
+	for i := range odd {
+		if tk, err := o.Enqueue(t.Context(), from, msg(i)); err != nil || !tk.Existing {
+			t.Errorf("alone, key %q: %+v, %v", odd[i], tk, err)
+		}
+	}
+	if got := checkCounts(t, o); got[outbox.StateQueued] != len(odd) {
+		t.Errorf("counts %v, want %d queued", got, len(odd))
+	}
+}
