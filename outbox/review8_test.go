@@ -281,3 +281,51 @@ func TestReview8CloseDuringSends(t *testing.T) {
 		t.Logf("states %v (%d unknown never sent)", states, unsent)
 	})
 }
+
+// TestReview8SpinsOnAnotherWorkersEndedLease: a worker whose sends fill
+// what it wants in flight, while another worker's claim has passed its
+// lease, never sleeps: nextWake returns that lease's end (already past),
+// wait returns at once (d <= 0), and step neither claims nor sweeps
+// (sweeps run inside claim, skipped while free <= 0), so the loop runs
+// nextWake's query again and again at the same instant until one of its
+// own sends ends. On the real clock that is 100 % of a core (and the
+// SQLite lock) for up to a round trip to Meta, each time a worker dies or
+// stalls; on a simulated clock (synctest, simclock), time never advances
+// and the simulation hangs. Review 8 met it as a hang: a second worker
+// started while the first, stopping, no longer renewed its leases.
+//
+// Here: one claim held by a "dead" worker, its lease ending 2 s in; a
+// worker B with 500 items and Meta answering 5 s late, so that none of
+// B's sends ends before 5 s. The bubble must reach 10 s (a watchdog on
+// the real clock ends the test binary after 30 s if it does not).
+//
+// At fault: outbox/run.go wait()/step() (a past wake-up with nothing to
+// do: the sweep should run, or the wait should skip instants already
+// handled).
+func TestReview8SpinsOnAnotherWorkersEndedLease(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		synctest.Test(t, spinScenario)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		panic("review8: Run spins on another worker's ended lease (30 s of real time, the bubble's clock stuck at 2 s)")
+	}
+}
+
+// spinScenario is the bubble of TestReview8SpinsOnAnotherWorkersEndedLease.
+func spinScenario(t *testing.T) {
+	meta := cloudapitest.NewServer(t)
+	o, _ := openSQLite(t)
+	enqueueReview8(t, o, 500)
+	if _, err := o.DB().ExecContext(t.Context(), `UPDATE outbox_items SET state = 'sending', owner = 'dead-worker',
+		lease_until = ?, state_at = ? WHERE ikey = 'k0'`, time.Now().Add(2*time.Second).UnixNano(), time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, o, slowClient(t, meta, 5*time.Second), 10*time.Second)
+	if it := mustGet(t, o, "k0"); it.State != outbox.StateSubmittedUnknown {
+		t.Errorf("the dead claim: %v (%s)", it.State, it.Reason)
+	}
+}
