@@ -112,8 +112,16 @@ type finished struct {
 // through the clock and starts its sends with the clock's Go.
 //
 // When ctx ends, requests in flight get WithStopGrace to finish before
-// they are cancelled; an item cancelled before its request was written
-// goes back to queued.
+// they are cancelled, their leases still renewed; an item cancelled
+// before its request was written goes back to queued.
+//
+// An item whose request the Client or the lease refused without writing
+// it goes back to its lane's head, its attempt uncounted: refused by the
+// lease's fence (see WithLease), at once; refused because a send with its
+// key is in progress (cloudapi.ErrInProgress) or because the keys of the
+// sends in flight fill the Client's idempotency memory
+// (cloudapi.ErrIdempotencyMemoryFull: give the Client a memory larger
+// than WithConcurrency), a second later.
 func (o *Outbox) Run(ctx context.Context, c *cloudapi.Client) error {
 	if o.isClosed() {
 		return ErrClosed
@@ -321,11 +329,21 @@ func (r *runner) run(ctx context.Context) error {
 			cancelSends()
 			cancelled = true
 		}
-		d := time.Duration(-1)
-		if !cancelled {
-			d = graceEnd.Sub(now)
+		// The leases of the sends still in flight are renewed through the
+		// grace, as before the stop: otherwise their fence closes once two
+		// thirds of the lease have passed, and the sends still waiting for
+		// their slot end refused for nothing (a failed renewal only lets
+		// the fence close, as it would have while running).
+		if !now.Before(r.renewAt) {
+			if rerr := r.renew(dbCtx, now); rerr != nil {
+				r.renewAt = now.Add(o.cfg.lease / 3)
+			}
 		}
-		r.sleep(context.Background(), d)
+		d := r.renewAt.Sub(now)
+		if !cancelled {
+			d = min(d, graceEnd.Sub(now))
+		}
+		r.sleep(context.Background(), max(d, 0))
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -362,13 +380,18 @@ func (r *runner) step(ctx, dbCtx, sendCtx context.Context, now time.Time) (bool,
 		return false, errors.Join(fmt.Errorf("outbox: run: listing numbers: %w", err), r.finish(dbCtx, sendCtx, fs))
 	}
 	free := want - (len(r.inflight) - len(fs))
-	if free <= 0 || ctx.Err() != nil {
+	// With every slot taken, a transaction still runs when a sweep is due
+	// (another worker's lease ended, a deadline passed, a resend is due):
+	// nextWake wakes Run for it, and skipping it would wake Run again at
+	// once, for as long as its own sends last.
+	if ctx.Err() != nil || (free <= 0 && now.Before(r.sweepAt)) {
 		if err := r.finish(dbCtx, sendCtx, fs); err != nil {
 			return false, err
 		}
 		r.measure(fs, r.o.cfg.clock.Now())
 		return false, nil
 	}
+	free = max(free, 0)
 	items, picked, err := r.recordAndClaim(dbCtx, sendCtx, now, fs, free)
 	if err != nil {
 		return false, err
@@ -567,7 +590,7 @@ func (r *runner) nextWake(ctx context.Context, now time.Time) (time.Time, error)
 		resendAfter = int64(o.cfg.resend.After)
 	}
 	var due, exp, lease, unknown sql.NullInt64
-	err := o.queryRow(ctx, o.db, sqlNextWake, nanos(now), r.owner, o.cfg.resend.Max).Scan(&due, &exp, &lease, &unknown)
+	err := o.queryRow(ctx, o.db, sqlNextWake, nanos(now), r.owner, o.cfg.resend.Max, nanos(now)).Scan(&due, &exp, &lease, &unknown)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("outbox: run: %w", err)
 	}
@@ -599,7 +622,8 @@ var sqlNextWake = `SELECT
 		(SELECT MIN(due_at) FROM outbox_items WHERE state = 'queued' AND due_at > ?),
 		(SELECT MIN(expires_at) FROM outbox_items WHERE state = 'queued' AND expires_at > 0),
 		(SELECT MIN(lease_until) FROM outbox_items WHERE state = 'sending' AND owner <> ?),
-		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?)`
+		(SELECT MIN(state_at) FROM outbox_items WHERE state = 'submitted_unknown' AND resends < ?
+			AND (expires_at = 0 OR expires_at > ?))`
 
 var sqlRenew = `UPDATE outbox_items SET lease_until = ? WHERE state = 'sending' AND owner = ? RETURNING id`
 
@@ -697,6 +721,9 @@ func (r *runner) claim(ctx context.Context, tx *sql.Tx, now time.Time, n int) (i
 		if err := sweep(StateQueued, why, sqlSweepResend, nanos(now), nanos(now), why, nanos(now.Add(-p.After)), p.Max, nanos(now)); err != nil {
 			return nil, 0, nil, fmt.Errorf("outbox: run: resending: %w", err)
 		}
+	}
+	if n <= 0 {
+		return nil, 0, evs, nil // a sweep only (step: every slot taken)
 	}
 	pickArgs := []any{nanos(now), n}
 	if o.d.postgres {
@@ -1352,6 +1379,18 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		return r.requeue(ctx, tx, now, due, key, "refused for a limit on every attempt: "+reason, false)
 	case st == cloudapi.StateNotSubmitted && sendCtx.Err() != nil:
 		return r.requeue(ctx, tx, now, now, key, "run stopped before the request was written", true)
+	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, cloudapi.ErrIdempotencyMemoryFull):
+		// The Client refused it locally, writing nothing: the keys of its
+		// sends in flight fill its idempotency memory. Nothing is wrong
+		// with the message: it goes back to its lane's head, its attempt
+		// uncounted, and tries again once some of those sends have ended.
+		return r.requeue(ctx, tx, now, now.Add(retryAfterInProgress), key, "not sent: "+reason, true)
+	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, errFenced):
+		// The lease's fence refused its body (this worker was slow to
+		// renew, or is stopping): never written, so it goes back to its
+		// lane's head at once, its attempt uncounted. (If another worker
+		// took the claim over meanwhile, this update applies to nothing.)
+		return r.requeue(ctx, tx, now, now, key, "not sent: "+reason, true)
 	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, errNotMarked):
 		// Its write mark could not be committed (the database is
 		// failing, or the claim was lost): never written, so it goes
