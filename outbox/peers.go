@@ -36,7 +36,10 @@ import (
 //     after a fleet starts, the Runs claim up to N times what is needed);
 //   - a Run that ends removes its row (Run's leave), and one with nothing
 //     due lets it lapse: it sends nothing, and the others may use the
-//     number whole; it is counted again at its next step;
+//     number whole; it is counted again at its next step. (So does one
+//     whose sends all wait longer than peerAlive without a step, a
+//     number held for seconds: the others may then claim more than the
+//     number needs until it steps again, never less);
 //   - rows lapsed for over peerForget are removed by the next beat (of a
 //     Run that died: it could not remove its own).
 //
@@ -53,12 +56,13 @@ const (
 const peerPrefix = "\n"
 
 // sqlPeerBeat renews this Run's row ($1, incarnation $2, alive until $3),
-// removes the rows lapsed before $5, and counts the other Runs' rows
+// removes the other Runs' rows lapsed before $5 (its own is renewed: one
+// statement may not change a row twice), and counts the other Runs' rows
 // alive at $6 ($4 matches the Runs' names). (One snapshot: the count
 // does not see the row renewed, hence "name <> $1", nor the removals.)
 const sqlPeerBeat = `WITH beat AS (INSERT INTO outbox_workers (name, incarnation, alive_until) VALUES ($1, $2, $3)
 		ON CONFLICT (name) DO UPDATE SET alive_until = excluded.alive_until RETURNING 1),
-	gone AS (DELETE FROM outbox_workers WHERE name LIKE $4 AND alive_until < $5 RETURNING 1)
+	gone AS (DELETE FROM outbox_workers WHERE name LIKE $4 AND name <> $1 AND alive_until < $5 RETURNING 1)
 	SELECT COUNT(*) FROM outbox_workers WHERE name LIKE $4 AND name <> $1 AND alive_until > $6`
 
 // sqlPeerLeave removes this Run's row.
