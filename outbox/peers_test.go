@@ -3,7 +3,11 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,15 +228,41 @@ func TestPostgresWorkersShareANumber(t *testing.T) {
 	if most4 > mostInFlight || most3 > mostInFlight {
 		t.Errorf("at most %d and %d sending at once, want at most %d: the Runs claim for the number more than it needs", most4, most3, mostInFlight)
 	}
-	// Starved Runs would send a fraction of the figure (a quarter, or
-	// three): the bar is far below the ~97 % a busy number makes, so that
-	// a loaded machine does not fail it.
-	for _, r := range []float64{r4, r3} {
-		if r < 0.8*mps {
-			t.Errorf("%.1f msg/s, want at least 80 %% of %d: the number is not kept busy", r, mps)
+	// Starved Runs would keep fewer sends in flight than the number's
+	// answers take (mps x latency), whatever the machine's load.
+	if need := int(mps * latency / time.Second); most4 < need || most3 < need {
+		t.Errorf("at most %d and %d sending at once, want at least %d (%d msg/s answered in %v): the number is starved", most4, most3, need, mps, latency)
+	}
+	// And it stays busy, where the machine is not overcommitted by other
+	// work (a slot that passes while the sender waits for a CPU is lost):
+	// at most 3 runnable tasks per CPU more than its cores, as the
+	// realtime suite's bar.
+	if load := loadAverage(t); load > float64(runtime.NumCPU()+3) {
+		t.Logf("load average %.1f on %d CPUs: the rate bar does not apply", load, runtime.NumCPU())
+	} else {
+		for _, r := range []float64{r4, r3} {
+			if r < 0.8*mps {
+				t.Errorf("%.1f msg/s, want at least 80 %% of %d: the number is not kept busy", r, mps)
+			}
 		}
 	}
 	if len(seen) > n {
 		t.Errorf("%d accepted, want at most %d", len(seen), n)
 	}
+}
+
+// loadAverage is the machine's load average over the last minute (0 where
+// /proc/loadavg cannot be read).
+func loadAverage(t *testing.T) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
