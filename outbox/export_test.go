@@ -45,3 +45,16 @@ func CreateSchema(ctx context.Context, db *sql.DB, postgres bool, v int) error {
 	}
 	return nil
 }
+
+// Peers returns, for each Run of o, how many workers it counts sending
+// on its outbox, itself included (peers.go: 0 before its first count,
+// and always on SQLite).
+func Peers(o *Outbox) []int {
+	o.runMu.Lock()
+	defer o.runMu.Unlock()
+	var n []int
+	for r := range o.runners {
+		n = append(n, int(r.peers.n.Load()))
+	}
+	return n
+}

@@ -58,12 +58,13 @@ func wantFor(mps int, cycle time.Duration, limit int) int {
 }
 
 // want is what number from wants in flight now: its share of the cap
-// when the numbers together want more (budget sets scale).
+// when the numbers together want more (budget sets scale), for this
+// Run's share of its figure when Runs share the outbox (peers.go).
 func (r *runner) want(from string) int {
 	if w, ok := r.wants[from]; ok {
 		return w
 	}
-	w := wantFor(r.c.Number(from).PerSecond(), r.cycle, r.o.cfg.concurrency)
+	w := wantFor(r.peers.share(r.c.Number(from).PerSecond()), r.cycle, r.o.cfg.concurrency)
 	if r.scale < 1 {
 		w = max(1, int(float64(w)*r.scale))
 	}
@@ -79,10 +80,11 @@ func (r *runner) want(from string) int {
 // SQLite it lists them (every sendersEvery); with Postgres, whose picks
 // stay in due order, it knows the numbers of its sends in flight and of
 // its last picks, and wants one number at Meta's default figure more, so
-// that a pick can still meet a number it does not know yet.
+// that a pick can still meet a number it does not know yet; each figure
+// is shared by the Runs on the outbox (peers.go), counted here.
 func (r *runner) budget(ctx context.Context, now time.Time) (int, error) {
 	o := r.o
-	if r.wantsAt.IsZero() || !now.Before(r.wantsAt) {
+	if r.beatPeers(ctx, now) || r.wantsAt.IsZero() || !now.Before(r.wantsAt) {
 		// The figures and the cycle may have changed: ask again (at most
 		// every sendersEvery, so that many numbers cost little a step).
 		r.wants, r.scale, r.wantsAt = nil, 1, now.Add(sendersEvery)
@@ -111,7 +113,7 @@ func (r *runner) budget(ctx context.Context, now time.Time) (int, error) {
 		for _, s := range r.picked {
 			add(s)
 		}
-		total += wantFor(throughput.Default, r.cycle, o.cfg.concurrency)
+		total += wantFor(r.peers.share(throughput.Default), r.cycle, o.cfg.concurrency)
 	}
 	if len(seen) == 0 {
 		// Nothing known yet: as for one number at Meta's default figure.

@@ -26,7 +26,18 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	var accepted atomic.Int64
 	allDone := make(chan struct{})
 	target := int64(b.N)
+	// The sends in flight summed over the workers, from their recorded
+	// transitions, and the most at once.
+	var sending, peak atomic.Int64
 	observer := outbox.WithObserver(func(e outbox.Event) {
+		switch e.State {
+		case outbox.StateSending:
+			for n, p := sending.Add(1), peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+		case outbox.StateQueued:
+		default:
+			sending.Add(-1)
+		}
 		if e.State == outbox.StateAccepted && accepted.Add(1) == target {
 			close(allDone)
 		}
@@ -113,6 +124,7 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	// CPU time of this process (outbox, SQLite, client and in-memory fake
 	// together) per message: robust to a loaded machine, unlike msg/s.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/msg")
+	b.ReportMetric(float64(peak.Load()), "peak-sending")
 	if batch == 1 {
 		b.ReportMetric(float64(lat[len(lat)*50/100].Microseconds()), "p50-enqueue-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-enqueue-µs")

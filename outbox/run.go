@@ -174,6 +174,7 @@ type runner struct {
 	wantsAt time.Time      // when to ask the numbers' figures again
 	scale   float64        // the wants' share of the cap (at most 1)
 	picked  []string       // Postgres: the numbers of the last picks
+	peers   peers          // Postgres: the Runs sharing the outbox (peers.go)
 
 	failures   int        // consecutive transient errors (rideOut)
 	unrecorded []finished // outcomes a failed transaction did not record

@@ -94,9 +94,11 @@ func (r *runner) beat(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// leave releases the worker ID once the Outbox's last Run ends.
+// leave releases the worker ID once the Outbox's last Run ends, and the
+// Run's own row (peers.go) always.
 func (r *runner) leave(ctx context.Context) {
 	o := r.o
+	r.leavePeers(ctx)
 	if !o.cfg.ownerFixed {
 		return
 	}
