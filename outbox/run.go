@@ -566,6 +566,12 @@ func (r *runner) wait(ctx context.Context, now time.Time) error {
 	if o.cfg.ownerFixed && (next.IsZero() || r.beatAt.Before(next)) {
 		next = r.beatAt
 	}
+	if o.d.postgres && len(r.inflight) > 0 && (next.IsZero() || r.peers.beatAt.Before(next)) {
+		// Sends waiting for their slots: keep counted among the Runs
+		// sharing the outbox (peers.go), or the others would claim its
+		// share too.
+		next = r.peers.beatAt
+	}
 	if o.cfg.idleWake > 0 {
 		if idle := now.Add(o.cfg.idleWake); next.IsZero() || idle.Before(next) {
 			next = idle
