@@ -1,6 +1,7 @@
 package throughput
 
 import (
+	"context"
 	"math"
 	"slices"
 	"time"
@@ -61,8 +62,12 @@ import (
 //
 // A write later than what the margin covers (its slot + Margin() as
 // stretched by its share + half an interval) pauses the number for the
-// excess (ObserveSend): the sends after it then shift by that much
-// instead of arriving bunched with it.
+// excess and moves the bucket's next free instant later by as much
+// (ObserveSend): the sends after it then shift by that much instead of
+// arriving bunched with it. The pause alone is not enough: it holds only
+// the slots due within it, and at 80 msg/s (T = 12.66 ms) a write 12.69
+// ms late, paused 6.36 ms, held none, and the second from the late
+// arrival held it and the 80 slots after it.
 const (
 	lateSamples  = 256
 	lateEvery    = 32
@@ -231,7 +236,9 @@ func roundMargin(m time.Duration) time.Duration {
 // the excess from wrote, as a refusal's hold does but counting no refusal
 // (shared through the Store like any hold): the sends after it shift by
 // that much instead of arriving bunched with it. Observations made while
-// the number is held are ignored. It is safe for concurrent use and costs
+// the number is held are ignored. Such a write also moves the slots not
+// yet handed out later by the excess (at most a second): the pause holds
+// only the slots due within it. It is safe for concurrent use and costs
 // a few nanoseconds, plus, every 32 observations, a pass over the 256
 // samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
@@ -244,6 +251,7 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 		write = wrote.Sub(checked)
 		if over := wrote.Sub(slot) - time.Duration(l.cover.Load()); over > 0 {
 			l.pause(wrote.Add(over))
+			l.shift(wrote, over)
 		}
 	}
 	check := checked.Sub(slot)
@@ -357,4 +365,40 @@ func (l *Limiter) pause(until time.Time) {
 	l.heldUntil = max(l.heldUntil, u)
 	l.mu.Unlock()
 	extend(&l.b, l.opts, u)
+}
+
+// maxShift bounds the shift after one late write: a shift of a second
+// and an interval leaves every window of one second that holds the late
+// arrival one slot short of the figure, however late the write was.
+const maxShift = time.Second
+
+// shift moves the slots not yet handed out later by d (at most maxShift
+// and an interval), as if the late write at wrote had taken its slot d
+// later: the bucket's next free instant moves from max(its own, wrote) by
+// d. A pause alone holds the number from the write for d, which holds no
+// slot when the next one handed out is due later (a write 12.69 ms late
+// at 80 msg/s, T = 12.66 ms, paused 6.36 ms between two slots, and a
+// second from the late arrival held it and the 80 slots after it). The
+// slots already handed out after the write still go (with a Store, those
+// of other processes never see the pause); the window from the late
+// arrival then holds a gap of d after them. With a Store the shift is
+// one or a few reservations of the whole burst, never given back.
+func (l *Limiter) shift(wrote time.Time, d time.Duration) {
+	l.mu.Lock()
+	interval, burst := l.interval, l.burst
+	l.mu.Unlock()
+	d = min(d, maxShift+interval)
+	t := wrote.UnixNano()
+	if l.opts.store == nil {
+		l.b.shift(t, d)
+		return
+	}
+	// Reserve(burst) moves the store's TAT by burst intervals from
+	// max(TAT, t, hold): as many as d needs, rounded up.
+	step := time.Duration(burst) * interval
+	for done := time.Duration(0); done < d; done += step {
+		if _, ok, err := l.opts.store.Reserve(context.Background(), l.opts.key, wrote, burst, interval, burst, infDuration); err != nil || !ok {
+			return // the hold stands; a store that fails decides nothing
+		}
+	}
 }
