@@ -29,9 +29,12 @@ import (
 // out: half an interval is left for what the sender cannot see (the
 // network, the far end). The tolerance is at least T/2, and at least
 // minTolerance (5 ms) unless the margin that needs is beyond maxMargin,
-// and otherwise the one that costs least: the share of recent checks later
-// than it (each takes a new slot, and its old slot passed unused) plus its
-// margin as a share of a second. The 5 ms are what a sender waiting on
+// and at least the median of the recent checks (whatever margin that
+// needs, beyond maxMargin too: a lower rate, where a tolerance below most
+// checks' lateness gives most slots back, and one below all of them sends
+// nothing), and otherwise the one that costs least: the share of recent
+// checks later than it (each takes a new slot, and its old slot passed
+// unused) plus its margin as a share of a second. The 5 ms are what a sender waiting on
 // Go's timers cannot avoid: an idle Go process sleeps in whole
 // milliseconds (Linux's epoll_wait), so a timer wakes up to a millisecond
 // late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2 = 50 µs)
@@ -175,14 +178,16 @@ func (r *lateness) checksAbove(half time.Duration) []int64 {
 // share f of the bucket's slots this Limiter takes (1 without a Store),
 // plus the stretch it needs, max(0, tau + w - T/2), as a share of a
 // second. The margin is that stretch divided by f (see the package's
-// notes on write-time pacing), capped at maxMargin; f and w are returned
+// notes on write-time pacing), capped at maxMargin, but never less than
+// what covers the tolerance alone, (tau - T/2) / f; f and w are returned
 // too.
 //
 // The candidates are the least tolerance (the larger of T/2 and
-// minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin)
-// and each check later than it, in ascending order; a candidate whose
-// stretch is beyond maxMargin ends the search (when the least's is, the
-// answer is the least and the margin maxMargin).
+// minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin,
+// and at least the median check) and each check later than it, in
+// ascending order; a candidate above the least whose stretch is beyond
+// maxMargin ends the search (when the least's is, the answer is the
+// least, with the margin maxMargin or what covers it alone).
 func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64, w time.Duration) {
 	w = r.writeQuantile()
 	half := interval / 2
@@ -198,30 +203,55 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 		lo = half
 	}
 	late := r.checksAbove(lo)
+	j0 := 0 // the first late check above the least tolerance
+	if k := r.n / 2; k >= r.n-len(late) {
+		// The median check is later than lo: a tolerance below it
+		// gives most slots back, and a sender whose checks are all
+		// late sends nothing. The least tolerance is the median.
+		j0 = k - (r.n - len(late))
+		lo = time.Duration(late[j0])
+		for j0 < len(late) && late[j0] <= int64(lo) {
+			j0++
+		}
+	}
 	best, bestCost := lo, math.Inf(1)
-	later := len(late)                // checks later than tau
-	for j := -1; j < len(late); j++ { // tau = lo, then each late check
+	later := len(late)                    // checks later than tau
+	for j := j0 - 1; j < len(late); j++ { // tau = lo, then each later check
 		tau := lo
-		if j >= 0 {
+		if j >= j0 {
 			tau = time.Duration(late[j])
 		}
 		for later > 0 && time.Duration(late[len(late)-later]) <= tau {
 			later--
 		}
 		m := max(tau+w-half, 0)
-		if spread(m) > maxMargin {
+		if j >= j0 && spread(m) > maxMargin {
 			break
 		}
 		if cost := f*float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f, w
+	return best, coverMargin(spread(max(best+w-half, 0)), spread(max(best-half, 0))), f, w
 }
 
 // roundMargin rounds a margin up to a step, and caps it.
 func roundMargin(m time.Duration) time.Duration {
-	return min((m+marginStep-1)/marginStep*marginStep, maxMargin)
+	return min(roundUp(m), maxMargin)
+}
+
+// coverMargin returns the margin for a tolerance: stretch (which covers
+// the tolerance and the write quantile) rounded up and capped at
+// maxMargin, but never less than least (which covers the tolerance
+// alone), rounded up: a tolerance the median check needs is covered
+// whatever it costs (a lower rate, never no sends).
+func coverMargin(stretch, least time.Duration) time.Duration {
+	return max(roundMargin(stretch), roundUp(least))
+}
+
+// roundUp rounds a margin up to a step.
+func roundUp(m time.Duration) time.Duration {
+	return (m + marginStep - 1) / marginStep * marginStep
 }
 
 // ObserveSend records one send this Limiter admitted for slot: checked is
@@ -331,7 +361,9 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w ti
 // half the bucket's interval at least, and at least 5 ms (the margin then
 // covers the difference: at 1,000 msg/s a new Limiter has a margin of
 // 5 ms), more when the recent lateness observed with ObserveSend is
-// larger (see Margin); with [WithHeadroom] lateness does not move it. With
+// larger (see Margin), and never below the median of the recent checks'
+// lateness, so that a sender whose checks are all late still sends; with
+// [WithHeadroom] lateness does not move it. With
 // [WithStore] it starts at half an interval, until the sends observed tell
 // the share of the slots the Limiter takes, which the margin for 5 ms
 // depends on.
@@ -346,8 +378,10 @@ func (l *Limiter) Tolerance() time.Duration {
 // lateness still fit one second at Meta. It covers the tolerance's excess
 // over half an interval (so it is 0 at rates up to 100 msg/s until
 // ObserveSend has seen lateness above half an interval, 5 ms less half an
-// interval, rounded up to the millisecond, at higher rates). With
-// WithHeadroom it stays what covers the least tolerance.
+// interval, rounded up to the millisecond, at higher rates), and the
+// write's recent 99th percentile, up to 250 ms; beyond 250 ms only when
+// the median check is that late (see Tolerance). With WithHeadroom it
+// stays what covers the least tolerance.
 func (l *Limiter) Margin() time.Duration {
 	l.init()
 	l.mu.Lock()

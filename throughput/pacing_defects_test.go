@@ -83,3 +83,24 @@ func TestLateWriteShiftsTheSendsAfterIt(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedLimiterAllLateStillSends reproduces the livelock the model
+// found (wave 3, session 5, seed 11581089921743940961): three Limiters
+// share a store at 10,000 msg/s, one sender uses the first, wakes up to 5
+// ms late (one wake in three 300 ms late) and writes every send 40 ms
+// after its check. Its share of the slots is at most 1 %, so no margin
+// within 250 ms covered a tolerance beyond 2.5 ms; the tolerance that
+// cost least was half an interval (50 µs), every check was later, and the
+// sender sent nothing for hours. It must send its 15,000 messages.
+func TestSharedLimiterAllLateStillSends(t *testing.T) {
+	t.Parallel()
+	sc := pacingScenario{mps: 10_000, procs: 3, senders: 1, jitter: 5 * time.Millisecond, lateEvery: 3, lateBy: 300 * time.Millisecond, writeLateEvery: 1,
+		stalls: [][2]time.Duration{{7, 1000158}}}
+	m, arrivals := sc.run() // the model panics after 50 checks a message
+	if got, limit := maxInWindow(arrivals, time.Second), m.lims[0].PerSecond(); got > limit {
+		t.Fatalf("%d arrivals in a closed second, limit %d", got, limit)
+	}
+	if m.checks > 5*len(arrivals) {
+		t.Fatalf("%d checks for %d arrivals: the sender gave most slots back", m.checks, len(arrivals))
+	}
+}
