@@ -280,8 +280,8 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !wrote.IsZero() {
 		write = wrote.Sub(checked)
 		if over := wrote.Sub(slot) - time.Duration(l.cover.Load()); over > 0 {
+			l.shift(wrote, over) // first: from the bucket's instant, not the pause's end
 			l.pause(wrote.Add(over))
-			l.shift(wrote, over)
 		}
 	}
 	check := checked.Sub(slot)
@@ -409,7 +409,9 @@ const maxShift = time.Second
 // shift moves the slots not yet handed out later by d (at most maxShift
 // and an interval), as if the late write at wrote had taken its slot d
 // later: the bucket's next free instant moves from max(its own, wrote) by
-// d. A pause alone holds the number from the write for d, which holds no
+// d (from before the pause: when the bucket's next free instant is within
+// the pause, the pause alone leaves a gap, and a shift from its end would
+// cost the number the excess twice). A pause alone holds the number from the write for d, which holds no
 // slot when the next one handed out is due later (a write 12.69 ms late
 // at 80 msg/s, T = 12.66 ms, paused 6.36 ms between two slots, and a
 // second from the late arrival held it and the 80 slots after it). The
