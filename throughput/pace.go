@@ -34,12 +34,12 @@ import (
 // checks' lateness gives most slots back, and one below all of them sends
 // nothing), and otherwise the one that costs least: the share of recent
 // checks later than it (each takes a new slot, and its old slot passed
-// unused) plus its margin as a share of a second. The 5 ms are what a sender waiting on
-// Go's timers cannot avoid: an idle Go process sleeps in whole
-// milliseconds (Linux's epoll_wait), so a timer wakes up to a millisecond
-// late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2 = 50 µs)
-// half an interval gave most slots back, each re-slot leaving its slot
-// unused, and the number delivered 60 % of its figure. A margin of 5 ms
+// unused) plus its margin as a share of a second. The 5 ms are what a
+// sender waiting on Go's timers cannot avoid: an idle Go process sleeps
+// in whole milliseconds (Linux's epoll_wait), so a timer wakes up to a
+// millisecond late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2
+// = 50 µs) half an interval gave most slots back, each re-slot leaving its
+// slot unused, and the number delivered 60 % of its figure. A margin of 5 ms
 // costs half a percent. Lateness comes in stalls (a process not scheduled for
 // 100 ms makes every send due in that time late together): re-slotting
 // those costs the stall once, where a margin as long as the stall would
@@ -409,16 +409,18 @@ const maxShift = time.Second
 // shift moves the slots not yet handed out later by d (at most maxShift
 // and an interval), as if the late write at wrote had taken its slot d
 // later: the bucket's next free instant moves from max(its own, wrote) by
-// d (from before the pause: when the bucket's next free instant is within
-// the pause, the pause alone leaves a gap, and a shift from its end would
-// cost the number the excess twice). A pause alone holds the number from the write for d, which holds no
-// slot when the next one handed out is due later (a write 12.69 ms late
-// at 80 msg/s, T = 12.66 ms, paused 6.36 ms between two slots, and a
-// second from the late arrival held it and the 80 slots after it). The
-// slots already handed out after the write still go (with a Store, those
-// of other processes never see the pause); the window from the late
-// arrival then holds a gap of d after them. With a Store the shift is
-// one or a few reservations of the whole burst, never given back.
+// d (from before the pause: when the bucket's next free instant is
+// within the pause, the pause alone leaves a gap, and a shift from its
+// end would cost the number the excess twice). A pause alone holds the
+// number from the write for d, which holds no slot when the next one
+// handed out is due later (a write 12.69 ms late at 80 msg/s, T = 12.66
+// ms, paused 6.36 ms between two slots, and a second from the late
+// arrival held it and the 80 slots after it). The slots already handed
+// out after the write still go (with a Store, those of other processes
+// never see the pause); the window from the late arrival then holds a
+// gap of d after them. With a Store the shift is reservations of the
+// whole burst, never given back: d / (burst x interval) of them, rounded
+// up, at most about a hundred (a second's worth) after the longest stall.
 func (l *Limiter) shift(wrote time.Time, d time.Duration) {
 	l.mu.Lock()
 	interval, burst := l.interval, l.burst
