@@ -70,8 +70,12 @@
 // under load both grow. Limiters sharing a [throughputstore.Store] each stretch their own slots by their
 // margin divided by their share of the number's slots, so that together
 // they stay under the figure whatever each one's lateness. A write later
-// than the margin covers pauses the number for the excess, so that the
-// sends after it shift instead of bunching with it. The cloudapi Client
+// than the margin covers pauses the number for the excess and moves the
+// slots not yet handed out later by as much, so that the sends after it
+// shift instead of bunching with it. The tolerance is never below the
+// median of the recent checks' lateness (the margin then covers it, beyond
+// 250 ms if need be), so that a sender whose checks are all late still
+// sends, at a lower rate. The cloudapi Client
 // does all this for every message; [WithHeadroom] fixes the margin
 // instead.
 // [Limiter.SetMPSAt] applies a new figure after an upgrade (the cloudapi

@@ -35,11 +35,15 @@ func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance,
 	if minTolerance > half && spread(minTolerance+w-half) <= maxMargin {
 		lo = minTolerance
 	}
+	// The median check, when later, is the least tolerance: below it
+	// most slots are given back.
+	lo = max(lo, time.Duration(checks[r.n/2]))
 	best, bestCost := lo, math.Inf(1)
 	later := r.n
 	for later > 0 && time.Duration(checks[r.n-later]) <= lo {
 		later--
 	}
+	later0 := later
 	for k := r.n - later - 1; k < r.n; k++ {
 		tau := lo
 		if k >= 0 {
@@ -49,14 +53,22 @@ func figuresBySort(r *lateness, interval time.Duration, shared bool) (tolerance,
 			later--
 		}
 		m := max(tau+w-half, 0)
-		if k >= 0 && spread(m) > maxMargin {
+		if k >= r.n-later0 && spread(m) > maxMargin {
 			break
 		}
 		if cost := f*float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f, w
+	// The margin covers the tolerance and the write quantile up to
+	// maxMargin, and the tolerance alone whatever it costs.
+	m := min(ceilMs(spread(max(best+w-half, 0))), maxMargin)
+	return best, max(m, ceilMs(spread(max(best-half, 0)))), f, w
+}
+
+// ceilMs rounds up to the millisecond.
+func ceilMs(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
 // TestFiguresMatchTheModel: figures (a selection of the write quantile,

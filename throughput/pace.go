@@ -1,6 +1,7 @@
 package throughput
 
 import (
+	"context"
 	"math"
 	"slices"
 	"time"
@@ -28,14 +29,17 @@ import (
 // out: half an interval is left for what the sender cannot see (the
 // network, the far end). The tolerance is at least T/2, and at least
 // minTolerance (5 ms) unless the margin that needs is beyond maxMargin,
-// and otherwise the one that costs least: the share of recent checks later
-// than it (each takes a new slot, and its old slot passed unused) plus its
-// margin as a share of a second. The 5 ms are what a sender waiting on
-// Go's timers cannot avoid: an idle Go process sleeps in whole
-// milliseconds (Linux's epoll_wait), so a timer wakes up to a millisecond
-// late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2 = 50 µs)
-// half an interval gave most slots back, each re-slot leaving its slot
-// unused, and the number delivered 60 % of its figure. A margin of 5 ms
+// and at least the median of the recent checks (whatever margin that
+// needs, beyond maxMargin too: a lower rate, where a tolerance below most
+// checks' lateness gives most slots back, and one below all of them sends
+// nothing), and otherwise the one that costs least: the share of recent
+// checks later than it (each takes a new slot, and its old slot passed
+// unused) plus its margin as a share of a second. The 5 ms are what a
+// sender waiting on Go's timers cannot avoid: an idle Go process sleeps
+// in whole milliseconds (Linux's epoll_wait), so a timer wakes up to a
+// millisecond late, more with 64 senders on 2 cores; at 10,000 msg/s (T/2
+// = 50 µs) half an interval gave most slots back, each re-slot leaving its
+// slot unused, and the number delivered 60 % of its figure. A margin of 5 ms
 // costs half a percent. Lateness comes in stalls (a process not scheduled for
 // 100 ms makes every send due in that time late together): re-slotting
 // those costs the stall once, where a margin as long as the stall would
@@ -61,8 +65,12 @@ import (
 //
 // A write later than what the margin covers (its slot + Margin() as
 // stretched by its share + half an interval) pauses the number for the
-// excess (ObserveSend): the sends after it then shift by that much
-// instead of arriving bunched with it.
+// excess and moves the bucket's next free instant later by as much
+// (ObserveSend): the sends after it then shift by that much instead of
+// arriving bunched with it. The pause alone is not enough: it holds only
+// the slots due within it, and at 80 msg/s (T = 12.66 ms) a write 12.69
+// ms late, paused 6.36 ms, held none, and the second from the late
+// arrival held it and the 80 slots after it.
 const (
 	lateSamples  = 256
 	lateEvery    = 32
@@ -170,14 +178,16 @@ func (r *lateness) checksAbove(half time.Duration) []int64 {
 // share f of the bucket's slots this Limiter takes (1 without a Store),
 // plus the stretch it needs, max(0, tau + w - T/2), as a share of a
 // second. The margin is that stretch divided by f (see the package's
-// notes on write-time pacing), capped at maxMargin; f and w are returned
+// notes on write-time pacing), capped at maxMargin, but never less than
+// what covers the tolerance alone, (tau - T/2) / f; f and w are returned
 // too.
 //
 // The candidates are the least tolerance (the larger of T/2 and
-// minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin)
-// and each check later than it, in ascending order; a candidate whose
-// stretch is beyond maxMargin ends the search (when the least's is, the
-// answer is the least and the margin maxMargin).
+// minTolerance, or T/2 when minTolerance's stretch is beyond maxMargin,
+// and at least the median check) and each check later than it, in
+// ascending order; a candidate above the least whose stretch is beyond
+// maxMargin ends the search (when the least's is, the answer is the
+// least, with the margin maxMargin or what covers it alone).
 func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, margin time.Duration, f float64, w time.Duration) {
 	w = r.writeQuantile()
 	half := interval / 2
@@ -193,30 +203,55 @@ func (r *lateness) figures(interval time.Duration, shared bool) (tolerance, marg
 		lo = half
 	}
 	late := r.checksAbove(lo)
+	j0 := 0 // the first late check above the least tolerance
+	if k := r.n / 2; k >= r.n-len(late) {
+		// The median check is later than lo: a tolerance below it
+		// gives most slots back, and a sender whose checks are all
+		// late sends nothing. The least tolerance is the median.
+		j0 = k - (r.n - len(late))
+		lo = time.Duration(late[j0])
+		for j0 < len(late) && late[j0] <= int64(lo) {
+			j0++
+		}
+	}
 	best, bestCost := lo, math.Inf(1)
-	later := len(late)                // checks later than tau
-	for j := -1; j < len(late); j++ { // tau = lo, then each late check
+	later := len(late)                    // checks later than tau
+	for j := j0 - 1; j < len(late); j++ { // tau = lo, then each later check
 		tau := lo
-		if j >= 0 {
+		if j >= j0 {
 			tau = time.Duration(late[j])
 		}
 		for later > 0 && time.Duration(late[len(late)-later]) <= tau {
 			later--
 		}
 		m := max(tau+w-half, 0)
-		if spread(m) > maxMargin {
+		if j >= j0 && spread(m) > maxMargin {
 			break
 		}
 		if cost := f*float64(later)/float64(r.n) + m.Seconds(); cost < bestCost {
 			best, bestCost = tau, cost
 		}
 	}
-	return best, roundMargin(spread(max(best+w-half, 0))), f, w
+	return best, coverMargin(spread(max(best+w-half, 0)), spread(max(best-half, 0))), f, w
 }
 
 // roundMargin rounds a margin up to a step, and caps it.
 func roundMargin(m time.Duration) time.Duration {
-	return min((m+marginStep-1)/marginStep*marginStep, maxMargin)
+	return min(roundUp(m), maxMargin)
+}
+
+// coverMargin returns the margin for a tolerance: stretch (which covers
+// the tolerance and the write quantile) rounded up and capped at
+// maxMargin, but never less than least (which covers the tolerance
+// alone), rounded up: a tolerance the median check needs is covered
+// whatever it costs (a lower rate, never no sends).
+func coverMargin(stretch, least time.Duration) time.Duration {
+	return max(roundMargin(stretch), roundUp(least))
+}
+
+// roundUp rounds a margin up to a step.
+func roundUp(m time.Duration) time.Duration {
+	return (m + marginStep - 1) / marginStep * marginStep
 }
 
 // ObserveSend records one send this Limiter admitted for slot: checked is
@@ -231,7 +266,9 @@ func roundMargin(m time.Duration) time.Duration {
 // the excess from wrote, as a refusal's hold does but counting no refusal
 // (shared through the Store like any hold): the sends after it shift by
 // that much instead of arriving bunched with it. Observations made while
-// the number is held are ignored. It is safe for concurrent use and costs
+// the number is held are ignored. Such a write also moves the slots not
+// yet handed out later by the excess (at most a second): the pause holds
+// only the slots due within it. It is safe for concurrent use and costs
 // a few nanoseconds, plus, every 32 observations, a pass over the 256
 // samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
@@ -243,6 +280,7 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	if !wrote.IsZero() {
 		write = wrote.Sub(checked)
 		if over := wrote.Sub(slot) - time.Duration(l.cover.Load()); over > 0 {
+			l.shift(wrote, over) // first: from the bucket's instant, not the pause's end
 			l.pause(wrote.Add(over))
 		}
 	}
@@ -323,7 +361,9 @@ func (l *Limiter) retune(t int64, tol, margin time.Duration, share float64, w ti
 // half the bucket's interval at least, and at least 5 ms (the margin then
 // covers the difference: at 1,000 msg/s a new Limiter has a margin of
 // 5 ms), more when the recent lateness observed with ObserveSend is
-// larger (see Margin); with [WithHeadroom] lateness does not move it. With
+// larger (see Margin), and never below the median of the recent checks'
+// lateness, so that a sender whose checks are all late still sends; with
+// [WithHeadroom] lateness does not move it. With
 // [WithStore] it starts at half an interval, until the sends observed tell
 // the share of the slots the Limiter takes, which the margin for 5 ms
 // depends on.
@@ -338,8 +378,10 @@ func (l *Limiter) Tolerance() time.Duration {
 // lateness still fit one second at Meta. It covers the tolerance's excess
 // over half an interval (so it is 0 at rates up to 100 msg/s until
 // ObserveSend has seen lateness above half an interval, 5 ms less half an
-// interval, rounded up to the millisecond, at higher rates). With
-// WithHeadroom it stays what covers the least tolerance.
+// interval, rounded up to the millisecond, at higher rates), and the
+// write's recent 99th percentile, up to 250 ms; beyond 250 ms only when
+// the median check is that late (see Tolerance). With WithHeadroom it
+// stays what covers the least tolerance.
 func (l *Limiter) Margin() time.Duration {
 	l.init()
 	l.mu.Lock()
@@ -357,4 +399,44 @@ func (l *Limiter) pause(until time.Time) {
 	l.heldUntil = max(l.heldUntil, u)
 	l.mu.Unlock()
 	extend(&l.b, l.opts, u)
+}
+
+// maxShift bounds the shift after one late write: a shift of a second
+// and an interval leaves every window of one second that holds the late
+// arrival one slot short of the figure, however late the write was.
+const maxShift = time.Second
+
+// shift moves the slots not yet handed out later by d (at most maxShift
+// and an interval), as if the late write at wrote had taken its slot d
+// later: the bucket's next free instant moves from max(its own, wrote) by
+// d (from before the pause: when the bucket's next free instant is
+// within the pause, the pause alone leaves a gap, and a shift from its
+// end would cost the number the excess twice). A pause alone holds the
+// number from the write for d, which holds no slot when the next one
+// handed out is due later (a write 12.69 ms late at 80 msg/s, T = 12.66
+// ms, paused 6.36 ms between two slots, and a second from the late
+// arrival held it and the 80 slots after it). The slots already handed
+// out after the write still go (with a Store, those of other processes
+// never see the pause); the window from the late arrival then holds a
+// gap of d after them. With a Store the shift is reservations of the
+// whole burst, never given back: d / (burst x interval) of them, rounded
+// up, at most about a hundred (a second's worth) after the longest stall.
+func (l *Limiter) shift(wrote time.Time, d time.Duration) {
+	l.mu.Lock()
+	interval, burst := l.interval, l.burst
+	l.mu.Unlock()
+	d = min(d, maxShift+interval)
+	t := wrote.UnixNano()
+	if l.opts.store == nil {
+		l.b.shift(t, d)
+		return
+	}
+	// Reserve(burst) moves the store's TAT by burst intervals from
+	// max(TAT, t, hold): as many as d needs, rounded up.
+	step := time.Duration(burst) * interval
+	for done := time.Duration(0); done < d; done += step {
+		if _, ok, err := l.opts.store.Reserve(context.Background(), l.opts.key, wrote, burst, interval, burst, infDuration); err != nil || !ok {
+			return // the hold stands; a store that fails decides nothing
+		}
+	}
 }

@@ -91,7 +91,11 @@ func TestMarginFollowsLateness(t *testing.T) {
 	}{
 		{"idle", nil, 200 * time.Microsecond, 100 * time.Microsecond, 0, time.Millisecond, 6 * time.Millisecond},
 		{"loaded", nil, 20 * time.Millisecond, 2 * time.Millisecond, 15 * time.Millisecond, 17 * time.Millisecond, 20 * time.Millisecond},
-		{"absurd", nil, time.Hour, time.Hour, 250 * time.Millisecond, 250 * time.Millisecond, 6 * time.Millisecond},
+		// Every check an hour late: a tolerance below it would give
+		// every slot back and send nothing; the margin covers it (an
+		// hour less half an interval), beyond 250 ms: a rate of 1/3,600
+		// of the figure, not none. The write's hour is paused instead.
+		{"absurd", nil, time.Hour, time.Hour, time.Hour - 7*time.Millisecond, time.Hour, time.Hour},
 		{"fixed", []throughput.Option{throughput.WithHeadroom(0)}, 20 * time.Millisecond, 2 * time.Millisecond, 0, 0, 6 * time.Millisecond},
 	}
 	for _, tc := range cases {
@@ -119,7 +123,7 @@ func TestMarginFollowsLateness(t *testing.T) {
 			a, b := lim.ReserveN(at, 1), lim.ReserveN(at, 1)
 			got := b.TimeToAct().Sub(a.TimeToAct())
 			want := time.Duration(float64(bareInterval) * (1 + m.Seconds()))
-			if d := got - want; d < -time.Microsecond || d > time.Microsecond {
+			if d, eps := got-want, max(time.Microsecond, want/1_000_000); d < -eps || d > eps {
 				t.Fatalf("interval %v, want %v (bare %v x (1 + %v))", got, want, bareInterval, m)
 			}
 			// Every window of 1 s + margin holds at most PerSecond().

@@ -249,3 +249,14 @@ func (b *memBucket) extend(until int64) int64 {
 }
 
 func (b *memBucket) hold() int64 { return b.held.Load() }
+
+// shift moves the bucket's next free instant to max(TAT, t) + d
+// (see Limiter.shift), as a reservation never given back: a reservation
+// made before it can no longer be cancelled (it is no longer the last).
+func (b *memBucket) shift(t int64, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	b.s.TAT = sat.Add(max(b.s.TAT, t), int64(d))
+	b.s.Top = b.seq
+}
