@@ -14,20 +14,21 @@ import (
 // synchronous(NORMAL) that checkpoint syncs the log and then the file.
 // The outbox has one connection, so that commit was one of Run's: about
 // every 1,000 messages, two syncs of about 7 ms each on this project's
-// machine, during which the numbers' sends ran out of claimed items.
+// machine, while the sends waited for Run's next claims.
 //
 // So each Run of an Outbox that Open opened on a SQLite file starts a
 // checkpointer: a goroutine with a connection of its own, which Run wakes
-// once it has moved ckptRows items since the last wake-up, and which then
-// runs wal_checkpoint(PASSIVE): it copies what the log holds without
-// waiting for the writer or holding it up, and never blocks a commit.
-// Run stops it (and closes its connection) when it returns, before
-// Close. The writer's own automatic checkpoint stays, at ckptBackstop
-// pages: if the checkpointer falls behind (or nothing runs it: only
-// Enqueue writes, or a checkpoint keeps meeting newer commits), the log
-// still stops growing there, as it did at 1,000 pages.
+// once it has moved ckptRows items since the last wake-up (a claim and a
+// record each move an item: about the 1,000 pages of the default), and
+// which then runs wal_checkpoint(PASSIVE): it copies what the log holds
+// without waiting for the writer or holding it up, and never blocks a
+// commit. Run stops it (and closes its connection) when it returns,
+// before Close. The writer's own automatic checkpoint stays, at
+// ckptBackstop pages: if the checkpointer falls behind (or nothing runs
+// it: only Enqueue writes, or a checkpoint keeps meeting newer commits),
+// the log still stops growing there, as it did at 1,000 pages.
 const (
-	ckptRows     = 1000
+	ckptRows     = 2000
 	ckptBackstop = 4000
 )
 

@@ -40,10 +40,10 @@ func TestRunCheckpointsOffItsCommits(t *testing.T) {
 		if got := meta.Accepted(); got != n {
 			t.Fatalf("%d accepted, want %d", got, n)
 		}
-		// 3,000 items claimed and recorded: at least 6,000 moves, a
-		// checkpoint every 1,000.
-		if got := runs.Load(); got < 3 {
-			t.Errorf("%d background checkpoints, want at least 3", got)
+		// 3,000 items claimed and recorded: 6,000 moves, a checkpoint
+		// every 2,000 (two wake-ups may coalesce).
+		if got := runs.Load(); got < 2 {
+			t.Errorf("%d background checkpoints, want at least 2", got)
 		}
 	})
 }
