@@ -40,9 +40,12 @@ const (
 // idleConnsPerHost is how many idle connections to one host the Client's
 // own transport keeps (without WithHTTPClient). net/http's default
 // transport keeps 2: a sender with more requests in flight over HTTP/1.1
-// would dial a new connection for most of them. It is above
-// outbox.DefaultConcurrency.
-const idleConnsPerHost = 256
+// would dial a new connection for most of them. It is at least
+// outbox.DefaultConcurrency: an outbox's Run may write that many at once
+// after a pause, and each connection closed for want of room in the pool
+// is dialled again for the next burst (and left in TIME_WAIT). Idle
+// connections close after the transport's IdleConnTimeout (90 s).
+const idleConnsPerHost = 1024
 
 // defaultTransport is the transport of Clients made without
 // WithHTTPClient, shared by them as http.DefaultTransport is: net/http's
@@ -145,7 +148,7 @@ func WithAPIVersion(v string) Option {
 // WithHTTPClient makes requests with a copy of hc; hc itself is never
 // changed. Every request stays bounded: if hc has no Timeout, the copy gets
 // DefaultTimeout (give hc a Timeout of your own to change it). Without
-// it, the Client uses a clone of net/http's default transport keeping 256
+// it, the Client uses a clone of net/http's default transport keeping 1,024
 // idle connections per host, asking for no compression, and writing each
 // request's headers with its body; a transport of your
 // own should keep about as many as you have requests in flight

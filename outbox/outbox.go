@@ -70,6 +70,11 @@ type Outbox struct {
 	// seeded holds what was fed to each pair limiter (the Clients' of this
 	// Outbox's Runs).
 	seeded map[*pairlimit.Limiter]*seeding
+
+	// ckptSource is the SQLite file's data source when Open opened it:
+	// each Run checkpoints it on a connection of its own (checkpoint.go).
+	ckptSource string
+	ckptBefore func() // tests: runs before each background checkpoint
 }
 
 // seeding is what an Outbox fed one pair limiter.
@@ -149,6 +154,10 @@ func parseDSN(s string) (dsn, error) {
 		// 64 MiB that walk was 9 % of a million-recipient campaign's CPU.
 		v.Add("_pragma", "cache_size(-16384)")
 		v.Add("_pragma", "mmap_size(134217728)")
+		// The log is copied back by Run's checkpointer (checkpoint.go),
+		// off the writer's commits; the writer's own checkpoint is the
+		// backstop that bounds the log.
+		v.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(ckptBackstop)+")")
 		v.Set("_txlock", "immediate")
 		return dsn{driver: "sqlite", source: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode(), path: path}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
@@ -167,6 +176,10 @@ func parseDSN(s string) (dsn, error) {
 // several workers. Errors match ErrInvalidDSN, ErrInvalidOption,
 // ErrSchemaTooNew, or are the database's (naming the SQLite file and why
 // it cannot be opened); they never repeat a password.
+//
+// A SQLite file's Runs copy its write-ahead log back into the file on a
+// second connection of their own, off their commits; the writer's own
+// automatic checkpoint waits for 4,000 pages of log, as a bound.
 func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 	p, err := parseDSN(dsnStr)
 	if err != nil {
@@ -192,6 +205,9 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Outbox, error) {
 		db.SetMaxIdleConns(16)
 	}
 	o, err := newOutbox(ctx, db, p.dialect(), true, opts)
+	if err == nil && p.path != "" {
+		o.ckptSource = p.source
+	}
 	if err != nil {
 		db.Close()
 		if p.path != "" && !errors.Is(err, ErrInvalidOption) && !errors.Is(err, ErrSchemaTooNew) {

@@ -24,7 +24,7 @@ func TestSQLitePragmas(t *testing.T) {
 		{"temp_store", "2"}, // MEMORY
 		{"cache_size", "-16384"},
 		{"mmap_size", "134217728"},
-		{"wal_autocheckpoint", "1000"}, // SQLite's default
+		{"wal_autocheckpoint", "4000"}, // a bound: Run checkpoints on its own connection (checkpoint.go)
 	}
 	for _, w := range want {
 		var got string

@@ -176,10 +176,11 @@ type runner struct {
 	picked  []string       // Postgres: the numbers of the last picks
 	peers   peers          // Postgres: the Runs sharing the outbox (peers.go)
 
-	failures   int        // consecutive transient errors (rideOut)
-	unrecorded []finished // outcomes a failed transaction did not record
-	uncertain  []any      // keys a failed claim transaction may have claimed
-	marks      markGroup  // the write marks of the sends in flight (mark.go)
+	failures   int           // consecutive transient errors (rideOut)
+	unrecorded []finished    // outcomes a failed transaction did not record
+	uncertain  []any         // keys a failed claim transaction may have claimed
+	marks      markGroup     // the write marks of the sends in flight (mark.go)
+	ckpt       *checkpointer // copies the log back off Run's commits, or nil (checkpoint.go)
 	// SQLite: the transitions of Run's transaction in progress, written
 	// once before its commit (moveLog); nil: each statement writes its own.
 	txMoves *moveLog
@@ -277,6 +278,8 @@ func (r *runner) run(ctx context.Context) error {
 
 	stopListening := r.listen(ctx)
 	defer stopListening()
+	r.ckpt = o.startCheckpointer()
+	defer r.ckpt.close()
 	var err error
 	for ctx.Err() == nil {
 		// (seedPairs does nothing once it has succeeded.)
@@ -518,6 +521,7 @@ func (r *runner) recordAndClaim(ctx, sendCtx context.Context, now time.Time, fs 
 		return nil, 0, errors.Join(fmt.Errorf("outbox: run: %w", err), r.finish(ctx, sendCtx, fs))
 	}
 	r.settled(fs)
+	r.ckpt.moved(len(fs) + len(items))
 	o.notify(append(evs, cevs...))
 	return items, picked, nil
 }
@@ -1221,6 +1225,7 @@ func (r *runner) finish(ctx, sendCtx context.Context, fs []finished) error {
 		return fmt.Errorf("outbox: run: %w", err)
 	}
 	recorded = true
+	r.ckpt.moved(len(fs))
 	o.notify(evs)
 	return nil
 }
