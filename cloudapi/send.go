@@ -314,8 +314,10 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	}
 	num := c.Number(s.from)
 	mark, fence := writemark.From(s.ctx), writemark.FenceFrom(s.ctx)
-	for k := range n {
+	for k := 0; k < n; k++ {
 		idx := i + k
+		marked := false // the send's write mark returned nil (see gate.ready)
+	wait:
 		if err := s.waitSlot(a, k); err != nil {
 			a.settle(c.clock.Now(), k, k)
 			s.states[idx] = StateNotSubmitted
@@ -339,10 +341,22 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			if g.s != nil { // not the first request
 				g = new(gate)
 			}
-			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx]}
+			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx], marked: marked}
 		}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
+		if out.paced && errors.Is(out.err, errWaitOutside) {
+			// The check found the message must wait for a new slot or a
+			// hold: it waits here, outside any request, then goes in a new
+			// request of the same attempt (no byte of the body left).
+			s.attempts[idx]--
+			marked = g.marked
+			if err := s.slotOutside(a, k, num); err != nil {
+				out.err = err
+			} else {
+				goto wait
+			}
+		}
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
 		if reroute {
 			out.state = StateRefused // not sent; sent again to /messages
