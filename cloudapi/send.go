@@ -318,8 +318,20 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		idx := i + k
 		marked := false // the send's write mark returned nil (see gate.ready)
 	wait:
-		if err := s.waitSlot(a, k); err != nil {
-			a.settle(c.clock.Now(), k, k)
+		err := s.waitSlot(a, k)
+		posted := c.clock.Now()
+		if err == nil && paceWrites && posted.Sub(a.slots[k].at) > num.Tolerance() {
+			// Late before the request is even made (the wait woke late):
+			// the slot is given back and a new one taken, as the check
+			// would, without a request to end (see pace.go).
+			num.ObserveSend(a.slots[k].at, posted, time.Time{})
+			s.giveBack(a, k)
+			if err = s.slotAgain(a, k, num, posted, false); err == nil {
+				goto wait
+			}
+		}
+		if err != nil {
+			a.settle(posted, k, k)
 			s.states[idx] = StateNotSubmitted
 			var bp *BackpressureError
 			if errors.As(err, &bp) { // a cut moved the slot past the deadline
@@ -334,7 +346,6 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
-		posted := c.clock.Now()
 		var g *gate // nil only on the "off" side of the benchmark of its cost
 		if paceWrites {
 			g = &s.gate0
