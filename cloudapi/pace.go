@@ -188,20 +188,23 @@ func (g *gate) check() error {
 			continue
 		}
 		now := g.now()
-		if g.num.HeldUntil().After(now) {
+		held := g.num.HeldUntil().After(now)
+		if held && !g.released {
 			// A hold that began after the admission: waited out outside
 			// the request, holding nothing (see sending.slotAgain).
 			g.s.giveBack(g.a, g.k)
 			g.aborted = errWaitOutside
 			return errWaitOutside
 		}
-		if now.Sub(sl.at) <= g.num.Tolerance() {
-			g.checked = now
-			return nil
+		if !held {
+			if now.Sub(sl.at) <= g.num.Tolerance() {
+				g.checked = now
+				return nil
+			}
+			g.num.ObserveSend(sl.at, now, time.Time{})
 		}
-		g.num.ObserveSend(sl.at, now, time.Time{})
 		g.s.giveBack(g.a, g.k)
-		err := g.s.slotAgain(g.a, g.k, g.num, now, true)
+		err := g.s.slotAgain(g.a, g.k, g.num, now, !g.released)
 		if err == nil {
 			err = g.waitShort(g.a.goAt(g.k))
 		}
@@ -215,8 +218,14 @@ func (g *gate) check() error {
 // waitShort waits, inside the request, for message k's slot at (or, for
 // the first bubble, the pair's reservation, whichever is later) if it is
 // at most inRequestWait away; otherwise it returns errWaitOutside.
+//
+// Once a body was let go (a transport, or a RoundTripper in front of it,
+// read the body GetBody made, then reads another), the message may be at
+// Meta and ending the request would not prove it was not submitted: the
+// check then waits in the request, whatever the wait, as it did before
+// waits moved outside.
 func (g *gate) waitShort(at time.Time) error {
-	if at.Sub(g.now()) > g.inRequestWait() {
+	if !g.released && at.Sub(g.now()) > g.inRequestWait() {
 		return errWaitOutside
 	}
 	return g.s.waitSlot(g.a, g.k)
