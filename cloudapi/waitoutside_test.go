@@ -302,3 +302,59 @@ func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
 		t.Errorf("the cancelled send: %v (%v), want not_submitted, context.Canceled", errs[0], st)
 	}
 }
+
+// holdFirst holds the number for hold when it carries its first request,
+// before the transport takes it: a hold (a 131057 answered to another
+// send) that began after the send was admitted, which the write-time
+// check meets.
+type holdFirst struct {
+	inner http.RoundTripper
+	c     *cloudapi.Client
+	hold  time.Duration
+	once  sync.Once
+	n     atomic.Int64
+}
+
+func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.n.Add(1)
+	h.once.Do(func() { h.c.Number(number).Hold(time.Now(), h.hold, h.hold) })
+	return h.inner.RoundTrip(r)
+}
+
+// TestHoldMetInTheCheckWaitsOutsideTheRequest: a hold of 500 ms met by
+// the write-time check, on real sockets, with a Timeout of 200 ms: the
+// send waits it out outside the request and is accepted by its next
+// one, in one attempt; it used to wait inside the request and end
+// submitted_unknown on the Timeout, never sent.
+func TestHoldMetInTheCheckWaitsOutsideTheRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets, half a second")
+	}
+	srv := cloudapitest.NewServer(t)
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	tr := &holdFirst{inner: inner, hold: 500 * time.Millisecond}
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Timeout: 200 * time.Millisecond, Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.c = c
+	start := time.Now()
+	res, err := c.Send(t.Context(), number, cloudapi.Text("+237690000001", "hi"))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%v (%v)", err, cloudapi.StateOf(err))
+	}
+	if res.Attempts != 1 {
+		t.Errorf("%d attempts, want 1: the wait outside is not a retry", res.Attempts)
+	}
+	if n := tr.n.Load(); n != 2 {
+		t.Errorf("%d requests, want 2 (the one ended in the check, then the one sent)", n)
+	}
+	if took < 500*time.Millisecond {
+		t.Errorf("sent after %v, within the hold of 500 ms", took)
+	}
+	if n := srv.Accepted(); n != 1 {
+		t.Errorf("%d accepted, want 1", n)
+	}
+}
