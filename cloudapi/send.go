@@ -75,10 +75,11 @@ func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStat
 //     call budget): the limit is held as Meta prescribes and only this message
 //     is retried; other recipients are not slowed. A refusal for a limit no
 //     limiter holds (131048, 131064) ends in StateRefused, not retried.
-//   - anything that does not prove refusal (a transport failure after a byte
-//     of the request may have left, a timeout, any 5xx except 2494100, codes
-//     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
-//     no resend.
+//   - anything that does not prove refusal (a transport failure or a
+//     timeout after a byte of the request's body may have left, any 5xx
+//     except 2494100, codes 1, 2, 131000, 131016): a *SendError matching
+//     ErrSubmittedUnknown, and no resend. A request that ends before its
+//     body left (the write-time check still held it) is not submitted.
 //   - 134100 or 131055 from /marketing_messages (Meta says the template
 //     is not a marketing one, and the 400 proves nothing was sent): the
 //     message is sent again, at once and once, to /messages, where its
