@@ -361,11 +361,11 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			// The check found the message must wait for a new slot or a
 			// hold: it waits here, outside any request, then goes in a new
 			// request of the same attempt (no byte of the body left).
-			s.attempts[idx]--
 			marked = g.marked
 			if err := s.slotOutside(a, k, num); err != nil {
 				out.err = err
 			} else {
+				s.attempts[idx]--
 				goto wait
 			}
 		}
