@@ -93,11 +93,18 @@ func (c *Client) post(ctx context.Context, from, endpoint string, kind Kind, bod
 	}
 	resp, err := c.hc.Do(req)
 	if g != nil {
-		checked, aborted := g.finish()
-		if aborted != nil && checked.IsZero() {
+		aborted, released := g.finish()
+		switch {
+		case aborted != nil && !released:
 			// The check refused before any byte of the body left: Meta
 			// cannot have acted on the message.
 			return attemptResult{state: StateNotSubmitted, err: aborted, paced: true}
+		case err != nil && !released:
+			// The request ended (its timeout, a transport error) while
+			// the check held the body: none of it left, and none will
+			// (finish), so Meta cannot have acted on the message, even if
+			// the headers were written.
+			return attemptResult{state: StateNotSubmitted, err: c.scrub(err)}
 		}
 	}
 	if err != nil {

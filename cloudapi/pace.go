@@ -28,13 +28,30 @@ import (
 // message without its body). A message later than the number's tolerance
 // (throughput.Limiter.Tolerance), or met by a hold of the number that began
 // after it was admitted, gives its slot back at the slot's own instant
-// (exact when no later slot stands on it) and takes a new one, holding the
-// connection while it waits, as often as it takes (a message that can only
-// leave late is never sent late: its deadline or its context ends the
-// wait, and it is not submitted); met by a hold, it takes the new one only
-// once the hold is over, at the figure in force then. The first bubble of a burst moves the pair's
-// reservation with it, so that the pair owes from when the burst really
-// starts. Every check and every write is reported to the number's limiter
+// (exact when no later slot stands on it) and takes a new one, as often as
+// it takes (a message that can only leave late is never sent late: its
+// deadline or its context ends the wait, and it is not submitted); met by
+// a hold, it takes the new one only once the hold is over, at the figure
+// in force then. The first bubble of a burst moves the pair's reservation
+// with it, so that the pair owes from when the burst really starts.
+//
+// Long waits never happen inside a request: there a timeout runs (the
+// *http.Client's, 30 s by default) and a connection is held, and a request
+// that times out once its headers were written is indistinguishable, to
+// the transport, from one whose message may have reached Meta. So the
+// check waits in the request only for a slot at most inRequestWait away
+// (the tolerance, at least 5 ms); for a hold, or a slot further off (a
+// new one behind the number's queue, one SetMPSAt moved later), it ends
+// the request before any byte of the body leaves (errWaitOutside: not
+// submitted, which the gate proves), and the send waits on the Client's
+// clock, outside any request, then makes a new request for the message:
+// the same attempt, no retry counted, its write mark not made twice. (On
+// HTTP/1 the transport closes a connection whose request body failed; on
+// HTTP/2 only the stream is reset.) A request that ends while the check
+// holds its body, for whatever reason, is not submitted either: no byte
+// of the body left, and none will.
+//
+// Every check and every write is reported to the number's limiter
 // (ObserveSend), whose margin follows the lateness observed, as soon as the
 // transport reports the write (httptrace's WroteRequest), before Meta's
 // answer.
@@ -131,7 +148,25 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 
 func (b *pacedBody) Close() error { return nil }
 
-// check runs before the first byte of the body leaves.
+// errWaitOutside: the check found that the message must wait longer than
+// inRequestWait (a slot moved or taken again behind a queue, a hold of
+// the number), and ended the request before any byte of its body left,
+// so that the wait happens outside the HTTP request (see
+// sending.attempt), where no request timeout runs and no connection is
+// held. It never reaches the caller.
+var errWaitOutside = errors.New("cloudapi: the message waits for its slot outside the request")
+
+// inRequestWait is the longest the check waits inside the request: the
+// number's tolerance, at least minInRequestWait. It is well under any
+// request timeout.
+func (g *gate) inRequestWait() time.Duration { return max(g.num.Tolerance(), minInRequestWait) }
+
+// minInRequestWait is the least of inRequestWait.
+const minInRequestWait = 5 * time.Millisecond
+
+// check runs before the first byte of the body leaves. It waits in the
+// request only for a slot at most inRequestWait away; a longer wait ends
+// the request with errWaitOutside.
 func (g *gate) check() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -146,7 +181,7 @@ func (g *gate) check() error {
 		if at := sl.num.TimeToAct(); !at.Equal(sl.at) {
 			// SetMPSAt moved the slot since the wait: wait for its new
 			// instant (none if it moved earlier), then check it.
-			if err := g.s.waitSlot(g.a, g.k); err != nil {
+			if err := g.waitShort(at); err != nil {
 				g.aborted = err
 				return err
 			}
@@ -154,6 +189,13 @@ func (g *gate) check() error {
 		}
 		now := g.now()
 		held := g.num.HeldUntil().After(now)
+		if held && !g.released {
+			// A hold that began after the admission: waited out outside
+			// the request, holding nothing (see sending.slotAgain).
+			g.s.giveBack(g.a, g.k)
+			g.aborted = errWaitOutside
+			return errWaitOutside
+		}
 		if !held {
 			if now.Sub(sl.at) <= g.num.Tolerance() {
 				g.checked = now
@@ -161,40 +203,83 @@ func (g *gate) check() error {
 			}
 			g.num.ObserveSend(sl.at, now, time.Time{})
 		}
-		if err := g.reslot(now); err != nil {
+		g.s.giveBack(g.a, g.k)
+		err := g.s.slotAgain(g.a, g.k, g.num, now, !g.released)
+		if err == nil {
+			err = g.waitShort(g.a.goAt(g.k))
+		}
+		if err != nil {
 			g.aborted = err
 			return err
 		}
 	}
 }
 
-// reslot gives message k's slot back and takes a new one, moving the
-// pair's reservation with the first bubble, then waits for it.
-func (g *gate) reslot(now time.Time) error {
-	s, a, c := g.s, g.a, g.s.c
-	sl := &a.slots[g.k]
-	sl.num.CancelAt(sl.num.TimeToAct()) // unused: exact when no later slot stands on it
+// waitShort waits, inside the request, for message k's slot at (or, for
+// the first bubble, the pair's reservation, whichever is later) if it is
+// at most inRequestWait away; otherwise it returns errWaitOutside.
+//
+// Once a body was let go (a transport, or a RoundTripper in front of it,
+// read the body GetBody made, then reads another), the message may be at
+// Meta and ending the request would not prove it was not submitted: the
+// check then waits in the request, whatever the wait, as it did before
+// waits moved outside.
+func (g *gate) waitShort(at time.Time) error {
+	if !g.released && at.Sub(g.now()) > g.inRequestWait() {
+		return errWaitOutside
+	}
+	return g.s.waitSlot(g.a, g.k)
+}
+
+// goAt is when message k of a may go: its slot, and for the first bubble
+// the pair's reservation too.
+func (a *admission) goAt(k int) time.Time {
+	at := a.slots[k].at
+	if k == 0 && a.pr.OK() {
+		at = maxTime(at, a.pr.TimeToAct())
+	}
+	return at
+}
+
+// giveBack gives message k's slot back, at the slot's own instant (exact
+// when no later slot stands on it), leaving it empty for slotAgain.
+func (s *sending) giveBack(a *admission, k int) {
+	sl := &a.slots[k]
+	sl.num.CancelAt(sl.num.TimeToAct())
 	sl.num = throughput.Reservation{}
-	// A hold is waited out holding nothing, as admit's known waits are: a
-	// slot taken now would be at the figure in force now, and keep its
-	// instant if the figure is raised during the hold (a throughput
-	// upgrade ends its minute of 131057 that way).
-	for h := g.num.HeldUntil(); h.After(now); h = g.num.HeldUntil() {
+}
+
+// slotAgain takes a new slot of num for message k of a, whose slot was
+// given back (giveBack), moving the pair's reservation with the first
+// bubble; it does not wait for the slot. A hold of the number is waited
+// out first, holding nothing, as admit's known waits are (a slot taken
+// during the hold would be at the figure in force then, and keep its
+// instant if the figure is raised during the hold: a throughput upgrade
+// ends its minute of 131057 that way); inRequest, it returns
+// errWaitOutside instead, since a hold is never waited out inside a
+// request. A slot past the deadline fails with a *BackpressureError.
+func (s *sending) slotAgain(a *admission, k int, num *throughput.Limiter, now time.Time, inRequest bool) error {
+	c := s.c
+	sl := &a.slots[k]
+	for h := num.HeldUntil(); h.After(now); h = num.HeldUntil() {
 		if err := s.late(h, now, errcodes.HoldPhoneNumber); err != nil {
 			return err
+		}
+		if inRequest {
+			return errWaitOutside
 		}
 		if err := clockwait.Until(s.ctx, c.clock, h); err != nil {
 			return err
 		}
 		now = c.clock.Now()
 	}
-	r := g.num.ReserveN(now, 1)
+	r := num.ReserveN(now, 1)
 	sl.num, sl.at = r, r.TimeToAct()
 	if !r.OK() {
 		return r.Err()
 	}
 	hold := errcodes.HoldPhoneNumber
-	if g.k == 0 && a.pr.OK() {
+	if k == 0 && a.pr.OK() {
 		a.pr.Refund()
 		a.pr = c.pairs.ReserveN(sl.at, a.pair, len(a.slots))
 		if !a.pr.OK() {
@@ -202,17 +287,24 @@ func (g *gate) reslot(now time.Time) error {
 		}
 		if pa := a.pr.TimeToAct(); pa.After(sl.at) { // another send to this user came in between
 			r.CancelAt(now)
-			r = g.num.ReserveN(pa, 1)
+			r = num.ReserveN(pa, 1)
 			sl.num, sl.at, hold = r, r.TimeToAct(), errcodes.HoldPair
 			if !r.OK() {
 				return r.Err()
 			}
 		}
 	}
-	if err := s.late(sl.at, now, hold); err != nil {
-		return err
+	return s.late(sl.at, now, hold)
+}
+
+// slotOutside is the wait the check left to the send (errWaitOutside): a
+// hold, waited out before message k of a takes a new slot (when the check
+// gave its slot back), or nothing, for waitSlot waits for a slot taken.
+func (s *sending) slotOutside(a *admission, k int, num *throughput.Limiter) error {
+	if a.slots[k].num.OK() {
+		return nil
 	}
-	return s.waitSlot(a, g.k)
+	return s.slotAgain(a, k, num, s.c.clock.Now(), false)
 }
 
 // wrote reports to the number's limiter that the request's bytes went out
@@ -232,14 +324,15 @@ func (g *gate) wrote(t time.Time) {
 	}
 }
 
-// finish ends the check: a body read after it fails. It returns when the
-// check let the body go (zero if it did not) and why it refused (nil if it
-// did not).
-func (g *gate) finish() (checked time.Time, aborted error) {
+// finish ends the check: a body read after it fails. It returns why the
+// check refused (nil if it did not), and whether a body was let go to the
+// transport: if none was, none ever will be, and no byte of the message
+// left, whatever the transport says.
+func (g *gate) finish() (aborted error, released bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.done = true
-	return g.checked, g.aborted
+	return g.aborted, g.released
 }
 
 // pairAfterWrite moves a burst's pair reservation to the instant its first

@@ -75,10 +75,11 @@ func (r *Result) Held() bool { return r != nil && r.MessageStatus == MessageStat
 //     call budget): the limit is held as Meta prescribes and only this message
 //     is retried; other recipients are not slowed. A refusal for a limit no
 //     limiter holds (131048, 131064) ends in StateRefused, not retried.
-//   - anything that does not prove refusal (a transport failure after a byte
-//     of the request may have left, a timeout, any 5xx except 2494100, codes
-//     1, 2, 131000, 131016): a *SendError matching ErrSubmittedUnknown, and
-//     no resend.
+//   - anything that does not prove refusal (a transport failure or a
+//     timeout after a byte of the request's body may have left, any 5xx
+//     except 2494100, codes 1, 2, 131000, 131016): a *SendError matching
+//     ErrSubmittedUnknown, and no resend. A request that ends before its
+//     body left (the write-time check still held it) is not submitted.
 //   - 134100 or 131055 from /marketing_messages (Meta says the template
 //     is not a marketing one, and the 400 proves nothing was sent): the
 //     message is sent again, at once and once, to /messages, where its
@@ -314,10 +315,24 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	}
 	num := c.Number(s.from)
 	mark, fence := writemark.From(s.ctx), writemark.FenceFrom(s.ctx)
-	for k := range n {
+	for k := 0; k < n; k++ {
 		idx := i + k
-		if err := s.waitSlot(a, k); err != nil {
-			a.settle(c.clock.Now(), k, k)
+		marked := false // the send's write mark returned nil (see gate.ready)
+	wait:
+		err := s.waitSlot(a, k)
+		posted := c.clock.Now()
+		if err == nil && paceWrites && posted.Sub(a.slots[k].at) > num.Tolerance() {
+			// Late before the request is even made (the wait woke late):
+			// the slot is given back and a new one taken, as the check
+			// would, without a request to end (see pace.go).
+			num.ObserveSend(a.slots[k].at, posted, time.Time{})
+			s.giveBack(a, k)
+			if err = s.slotAgain(a, k, num, posted, false); err == nil {
+				goto wait
+			}
+		}
+		if err != nil {
+			a.settle(posted, k, k)
 			s.states[idx] = StateNotSubmitted
 			var bp *BackpressureError
 			if errors.As(err, &bp) { // a cut moved the slot past the deadline
@@ -332,17 +347,28 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			return k, false, &SendError{State: StateNotSubmitted, IdempotencyKey: s.keys[idx], Attempts: s.attempts[idx], Err: err}
 		}
 		s.attempts[idx]++
-		posted := c.clock.Now()
 		var g *gate // nil only on the "off" side of the benchmark of its cost
 		if paceWrites {
 			g = &s.gate0
 			if g.s != nil { // not the first request
 				g = new(gate)
 			}
-			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx]}
+			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx], marked: marked}
 		}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()
+		if out.paced && errors.Is(out.err, errWaitOutside) {
+			// The check found the message must wait for a new slot or a
+			// hold: it waits here, outside any request, then goes in a new
+			// request of the same attempt (no byte of the body left).
+			marked = g.marked
+			if err := s.slotOutside(a, k, num); err != nil {
+				out.err = err
+			} else {
+				s.attempts[idx]--
+				goto wait
+			}
+		}
 		reroute := endpoint == endpointMarketing && !s.misrouted[idx] && misrouted(out.gerr)
 		if reroute {
 			out.state = StateRefused // not sent; sent again to /messages

@@ -17,7 +17,9 @@ import "time"
 // slot ready, so that a message waiting out a hold or a new slot is not
 // marked yet; a message marked and then given up by the second check is
 // not submitted, which its sender records as it would any other (the mark
-// only says that the request may have been written).
+// only says that the request may have been written). A message whose
+// second check sends it to wait outside the request (errWaitOutside)
+// keeps its mark: the gate of its new request does not make it again.
 //
 // Last, right before the body is let go, the send's fence (if any) may
 // still refuse it: the outbox's says whether the claim's lease, as last
