@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,12 +204,76 @@ func TestReview8DeepQueueEndsUnknownUnsent(t *testing.T) {
 	}
 }
 
+// writeStamps is a transport that stamps, for each request Meta
+// accepted, when its body started to go: the first read of the body
+// that returned bytes, after every wait of the write-time check.
+type writeStamps struct {
+	inner http.RoundTripper
+	mu    sync.Mutex
+	at    []time.Time
+}
+
+type stampedBody struct {
+	io.ReadCloser
+	at *time.Time
+}
+
+func (b *stampedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && b.at.IsZero() {
+		*b.at = time.Now()
+	}
+	return n, err
+}
+
+func (w *writeStamps) RoundTrip(r *http.Request) (*http.Response, error) {
+	var at time.Time
+	if r.Body != nil {
+		r = r.Clone(r.Context())
+		r.Body = &stampedBody{ReadCloser: r.Body, at: &at}
+	}
+	resp, err := w.inner.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusOK && !at.IsZero() {
+		w.mu.Lock()
+		w.at = append(w.at, at)
+		w.mu.Unlock()
+	}
+	return resp, err
+}
+
+// mostInAClosedSecond is the most instants of at (sorted here) in one
+// closed second starting at an instant not before from.
+func mostInAClosedSecond(at []time.Time, from time.Time) (int, time.Time) {
+	slices.SortFunc(at, time.Time.Compare)
+	most, when := 0, time.Time{}
+	for i, a := range at {
+		if a.Before(from) {
+			continue
+		}
+		j, _ := slices.BinarySearchFunc(at[i:], a.Add(time.Second), func(x, t time.Time) int {
+			if x.After(t) {
+				return 1
+			}
+			return -1
+		})
+		if j > most {
+			most, when = j, a
+		}
+	}
+	return most, when
+}
+
 // TestReview8CutOnTheWallClock: TestCutMovesQueuedSlotsLater on the
 // real clock and real sockets (run it beside a CPU hog): 3,000 sends
 // queued at 1,000 msg/s over loopback HTTP, cut to 80 after 1 s. Late
 // wake-ups and late writes meet moved slots: no second that starts a
-// second after the cut may hold more than 80 arrivals, none may be
-// accepted twice, and none may fail. It fails today (load 7 to 16, two
+// second after the cut may hold more than 80 writes, none may be
+// accepted twice, and none may fail. The writes are the Client's to
+// space; the fake's own arrival instants are logged only: the fake runs
+// in this process, and when the machine is loaded its handlers run late
+// and bunch (once 81 in a second at load 9 to 13, the writes spaced), as
+// Meta's, on machines of their own, do not. The realtime suite checks
+// arrivals at a fake in a process of its own, which refuses with 130429. It fails today (load 7 to 16, two
 // hog processes): the seconds after the cut held 80, but sends found late
 // by the check re-slot behind the 80 msg/s queue, wait inside their
 // request past DefaultTimeout, and end submitted_unknown although Meta
@@ -217,7 +283,11 @@ func TestReview8CutOnTheWallClock(t *testing.T) {
 		t.Skip("25 s of queue on the real clock")
 	}
 	srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, throughput.Upgraded))
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithNumberThroughput(number, throughput.Upgraded))
+	inner := &http.Transport{MaxIdleConnsPerHost: 1024}
+	t.Cleanup(inner.CloseIdleConnections)
+	stamps := &writeStamps{inner: inner}
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithNumberThroughput(number, throughput.Upgraded),
+		cloudapi.WithHTTPClient(&http.Client{Transport: stamps}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,10 +321,15 @@ func TestReview8CutOnTheWallClock(t *testing.T) {
 			t.Errorf("%s accepted %d times", to, n)
 		}
 	}
-	most, at := mostInASecond(srv, cut.Add(time.Second))
-	t.Logf("%d accepted, %d requests; most in a second after the cut: %d (from +%v)", srv.Accepted(), len(srv.Requests()), most, at.Sub(cut))
+	arrived, aat := mostInASecond(srv, cut.Add(time.Second))
+	most, at := mostInAClosedSecond(stamps.at, cut.Add(time.Second))
+	t.Logf("%d accepted, %d requests; most in a second after the cut: %d written (from +%v), %d arrived (from +%v)",
+		srv.Accepted(), len(srv.Requests()), most, at.Sub(cut), arrived, aat.Sub(cut))
+	if len(stamps.at) != srv.Accepted() {
+		t.Errorf("%d writes stamped, %d accepted", len(stamps.at), srv.Accepted())
+	}
 	if most > throughput.Default {
-		t.Errorf("%d arrivals in the second from +%v after the cut to 80 msg/s", most, at.Sub(cut))
+		t.Errorf("%d writes in the second from +%v after the cut to 80 msg/s", most, at.Sub(cut))
 	}
 }
 
