@@ -403,7 +403,9 @@ func New(token string, opts ...Option) (*Client, error) {
 // upgrade (SetMPSAt: the sends waiting for their slots then go at the new
 // figure's pace) or inspect its holds. A caller that reserves on it
 // directly reads each reservation's TimeToAct just before it sends: a
-// change of figure moves the slots still waiting.
+// change of figure moves the slots still waiting. With a Store shared by
+// several processes (WithStore) slots never move: see
+// throughput.Limiter.SetMPSAt for what a cut then holds.
 //
 // On a Client not made by New it returns a new limiter at the default rate,
 // tied to nothing.

@@ -365,9 +365,17 @@ func (l *Limiter) applyLocked(t int64) {
 // raising it schedules new sends after them. (The limiters of a cloudapi
 // Client, whose sends follow their slots, move the slots still waiting at
 // t to the instants the new figure gives them instead: earlier for a
-// raise, later for a cut. TimeToAct then reads the moved instant.) A figure above 10,000 changes nothing and returns
-// an error matching [ErrInvalidOption]; so does a Limiter built with an
-// invalid option.
+// raise, later for a cut. TimeToAct then reads the moved instant.)
+//
+// Limiters sharing a Store (WithStore) never move a slot: the slots
+// handed out before t, in any process, keep their instants, so a cut
+// holds only for the windows after the last of them (two processes with
+// 2,000 sends queued at 1,000 msg/s, cut to 80, let 901 go in one
+// second), and only in the processes that make it: change the figure in
+// every process sharing the number, and before its sends queue deep.
+//
+// A figure above 10,000 changes nothing and returns an error matching
+// [ErrInvalidOption]; so does a Limiter built with an invalid option.
 func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 	l.init()
 	if l.err != nil {
