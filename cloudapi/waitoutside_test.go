@@ -52,22 +52,13 @@ func (l *lateFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // the message was never sent, and a durable queue could only leave it
 // unknown (never resent). It is not submitted.
 //
-// The same wait happens whenever the check meets a hold (the upgrade's
-// 131057, polled after 10, 20 and 40 s): TestUpgradeRaisesTheRateOfQueuedSends
-// and TestThroughputUpgradeWebhookRaisesTheRate hold requests in the
-// gate for more than DefaultTimeout, and pass only because
-// cloudapitest's in-memory transport ignores the request's deadline; on
-// a real *http.Transport those sends end submitted_unknown, never sent.
-//
-// At fault: cloudapi/pace.go (owned by pace this session): the check's
-// waits (check, reslot, waitSlot) run inside the request, on the send's
-// context, beyond the *http.Client's Timeout; check.go's post then
-// classifies the transport's timeout as unknown. A fix in check.go alone
-// (a fence refusing the body once the Timeout has run out, and "no body
-// let go, so not submitted") makes this test pass 10/10 and under -race
-// with a CPU hog, but turns the two upgrade tests' waits into
-// not_submitted failures: the waits themselves must move out of the
-// request, or not count against its Timeout.
+// The same wait happened whenever the check met a hold (the upgrade's
+// 131057); TestUpgradeRaisesTheRateOfQueuedSends and
+// TestThroughputUpgradeWebhookRaisesTheRate passed only because
+// cloudapitest's in-memory transport ignores the request's deadline.
+// The fix moved long waits out of the request (pace.go: inRequestWait);
+// a fix in check.go alone (refusing the body once the Timeout had run
+// out) turned those waits into not_submitted failures.
 //
 // Here, on real sockets: 80 sends to 80 recipients at 80 msg/s (a
 // second of queue), the first one's request held 100 ms before the
