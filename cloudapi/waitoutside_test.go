@@ -23,21 +23,27 @@ import (
 // the *http.Client's Timeout ended it as submitted_unknown though its
 // body never left. Long waits now happen outside the request (pace.go).
 
-// lateFirst delays the first request it carries by delay before the
-// transport takes it: a sender descheduled between its slot and the
-// write (a CPU hog, a GC), so that the write-time check finds it late.
-// It counts the requests it carries.
-type lateFirst struct {
+// onFirst runs first once, when it carries its first request, before
+// the transport takes it, and counts the requests it carries: a sender
+// descheduled between its slot and the write (a CPU hog, a GC: first
+// sleeps), or a hold of the number that began after the send was
+// admitted (first holds it), which the write-time check then meets.
+type onFirst struct {
 	inner http.RoundTripper
-	delay time.Duration
+	first func()
 	once  sync.Once
 	n     atomic.Int64
 }
 
-func (l *lateFirst) RoundTrip(r *http.Request) (*http.Response, error) {
-	l.n.Add(1)
-	l.once.Do(func() { time.Sleep(l.delay) })
-	return l.inner.RoundTrip(r)
+func (o *onFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	o.n.Add(1)
+	o.once.Do(o.first)
+	return o.inner.RoundTrip(r)
+}
+
+// lateFirst is an onFirst whose first request is taken delay late.
+func lateFirst(inner http.RoundTripper, delay time.Duration) *onFirst {
+	return &onFirst{inner: inner, first: func() { time.Sleep(delay) }}
 }
 
 // TestReview8TimeoutInTheCheckIsNotSubmitted: review 8 found, on the wall clock
@@ -75,7 +81,7 @@ func TestReview8TimeoutInTheCheckIsNotSubmitted(t *testing.T) {
 	srv := cloudapitest.NewServer(t)
 	inner := &http.Transport{}
 	t.Cleanup(inner.CloseIdleConnections)
-	tr := &lateFirst{inner: inner, delay: 100 * time.Millisecond}
+	tr := lateFirst(inner, 100*time.Millisecond)
 	hc := &http.Client{Timeout: 200 * time.Millisecond, Transport: tr}
 	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(hc))
 	if err != nil {
@@ -336,7 +342,7 @@ func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
 	srv := cloudapitest.NewServer(t)
 	inner := &http.Transport{}
 	t.Cleanup(inner.CloseIdleConnections)
-	tr := &lateFirst{inner: inner, delay: 100 * time.Millisecond}
+	tr := lateFirst(inner, 100*time.Millisecond)
 	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: tr}))
 	if err != nil {
 		t.Fatal(err)
@@ -369,24 +375,6 @@ func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
 	}
 }
 
-// holdFirst holds the number for hold when it carries its first request,
-// before the transport takes it: a hold (a 131057 answered to another
-// send) that began after the send was admitted, which the write-time
-// check meets.
-type holdFirst struct {
-	inner http.RoundTripper
-	c     *cloudapi.Client
-	hold  time.Duration
-	once  sync.Once
-	n     atomic.Int64
-}
-
-func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
-	h.n.Add(1)
-	h.once.Do(func() { h.c.Number(number).Hold(time.Now(), h.hold, h.hold) })
-	return h.inner.RoundTrip(r)
-}
-
 // TestHoldMetInTheCheckWaitsOutsideTheRequest: a hold of 500 ms met by
 // the write-time check, on real sockets, with a Timeout of 200 ms: the
 // send waits it out outside the request and is accepted by its next
@@ -399,12 +387,12 @@ func TestHoldMetInTheCheckWaitsOutsideTheRequest(t *testing.T) {
 	srv := cloudapitest.NewServer(t)
 	inner := &http.Transport{}
 	t.Cleanup(inner.CloseIdleConnections)
-	tr := &holdFirst{inner: inner, hold: 500 * time.Millisecond}
+	tr := &onFirst{inner: inner}
 	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Timeout: 200 * time.Millisecond, Transport: tr}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.c = c
+	tr.first = func() { c.Number(number).Hold(time.Now(), 500*time.Millisecond, 500*time.Millisecond) }
 	start := time.Now()
 	res, err := c.Send(t.Context(), number, cloudapi.Text("+237690000001", "hi"))
 	took := time.Since(start)
