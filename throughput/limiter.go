@@ -95,6 +95,7 @@ type options struct {
 	business string // WithBusinessID: the Budget's business object
 	fixed    bool   // WithHeadroom: a fixed margin, no adaptive one
 	movable  bool   // withMovingReservations
+	windowed bool   // withWriteWindow
 	only     []only // the options given that apply to one constructor
 	err      error  // the first invalid option
 }
@@ -236,6 +237,7 @@ type Limiter struct {
 	opts     options
 	err      error       // the first invalid option: every decision fails with it
 	b        memBucket   // the bucket when opts.store is nil
+	win      *window     // the window of writes (withWriteWindow, no store), or nil
 	degraded atomic.Bool // the adaptive rate is below the configured one
 
 	// Read on every send (reserve, the sender's write-time check, and
@@ -287,6 +289,9 @@ func (l *Limiter) setup(mps int, opts []Option) {
 	if l.err != nil {
 		mps = Default // sane figures behind decisions that all fail
 	}
+	if l.opts.windowed && l.opts.store == nil {
+		l.win = &window{}
+	}
 	l.setLocked(0, mps)
 }
 
@@ -322,6 +327,9 @@ func (l *Limiter) setLocked(t int64, mps int) {
 		mps = Default
 	}
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
+	if l.win != nil {
+		l.win.setLimit(l.perSecond)
+	}
 	l.move = l.opts.movable && l.opts.store == nil
 	l.applyLocked(t)
 	l.move = false
@@ -341,6 +349,11 @@ func (l *Limiter) applyLocked(t int64) {
 		if l.opts.store == nil {
 			tol = max(tol, minTolerance)
 			l.margin = roundMargin(tol - l.interval0/2)
+		}
+		if l.win != nil {
+			// The window of writes keeps every second within the
+			// figure, however late the writes: no stretch.
+			l.margin = 0
 		}
 		l.tolerance.Store(int64(tol))
 		l.share = 1

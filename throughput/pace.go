@@ -10,7 +10,9 @@ import (
 )
 
 // Write-time pacing. A Limiter decides when a send may leave; Meta counts
-// when it arrives. A send whose bytes go out late (a descheduled goroutine,
+// when it arrives. (A cloudapi Client without a Store counts its writes
+// instead: its limiters have a window of writes, window.go, and the
+// tolerance and margin below do not apply to them.) A send whose bytes go out late (a descheduled goroutine,
 // a GC pause, a dial, a store round trip) lands next to the sends after it,
 // and a window of one second then holds more than the limit. Two things
 // keep the windows within the figure on the wall clock:
@@ -268,13 +270,15 @@ func roundUp(m time.Duration) time.Duration {
 // that much instead of arriving bunched with it. Observations made while
 // the number is held are ignored. Such a write also moves the slots not
 // yet handed out later by the excess (at most a second): the pause holds
-// only the slots due within it. It is safe for concurrent use and costs
+// only the slots due within it. The limiters of a cloudapi Client without
+// a Store count their writes instead (see cloudapi.Client.Number): there
+// ObserveSend records nothing. It is safe for concurrent use and costs
 // a few nanoseconds, plus, every 32 observations, a pass over the 256
 // samples and a sort of the checks later than half an interval.
 func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	l.init()
-	if l.err != nil {
-		return // it admitted nothing
+	if l.err != nil || l.win != nil {
+		return // it admitted nothing, or its window counts the writes
 	}
 	write := time.Duration(0)
 	if !wrote.IsZero() {
@@ -381,7 +385,9 @@ func (l *Limiter) Tolerance() time.Duration {
 // interval, rounded up to the millisecond, at higher rates), and the
 // write's recent 99th percentile, up to 250 ms; beyond 250 ms only when
 // the median check is that late (see Tolerance). With WithHeadroom it
-// stays what covers the least tolerance.
+// stays what covers the least tolerance. It is 0 for the limiters of a
+// cloudapi Client without a Store, which count their writes instead (see
+// cloudapi.Client.Number).
 func (l *Limiter) Margin() time.Duration {
 	l.init()
 	l.mu.Lock()
