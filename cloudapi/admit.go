@@ -27,6 +27,10 @@ type admission struct {
 type slot struct {
 	at  time.Time
 	num throughput.Reservation
+	// window: when the number's window of writes has room for it, where
+	// the write-time check found it full (zero otherwise): the send
+	// waits for it as for its slot (see pace.go).
+	window time.Time
 }
 
 // first is the instant the first message may go.
@@ -75,7 +79,7 @@ func (s *sending) waitSlot(a *admission, k int) error {
 				return err
 			}
 		}
-		goAt := sl.at
+		goAt := maxTime(sl.at, sl.window)
 		if k == 0 && a.pr.OK() {
 			goAt = maxTime(goAt, a.pr.TimeToAct())
 		}

@@ -407,6 +407,13 @@ func New(token string, opts ...Option) (*Client, error) {
 // several processes (WithStore) slots never move: see
 // throughput.Limiter.SetMPSAt for what a cut then holds.
 //
+// Without a Store the Client counts the number's writes (see the package
+// doc): a late send keeps its slot while the last second of writes has
+// room, and the limiter's Margin is 0. That count holds only the Client's
+// own writes: traffic sent on the limiter's reservations outside the
+// Client is not in it, so give the number a headroom for such traffic
+// (WithThroughput with throughput.WithHeadroom).
+//
 // On a Client not made by New it returns a new limiter at the default rate,
 // tied to nothing.
 func (c *Client) Number(phoneNumberID string) *throughput.Limiter {

@@ -30,15 +30,20 @@
 //
 // The limits decide when a message may leave; Meta counts it when it
 // arrives. So the Client checks again at the write, on the request body's
-// first read (the connection is ready, no byte of the body has left): a
-// message later than its number's tolerance, or met by a hold that began
-// after it was admitted, gives its slot back and takes a new one, and the
-// first bubble of a burst moves the pair's reservation to its real start.
-// Each check and write is reported to the number's limiter, whose margin
-// follows the lateness observed (see throughput's "Write-time pacing"), so
-// that default options hold Meta's figures on a loaded machine and across
-// processes sharing a store. A check that gives up (the deadline or the
-// context ends its wait) proves the message was not submitted.
+// first read (the connection is ready, no byte of the body has left).
+// Without a Store the Client counts the number's writes themselves: a
+// message goes, however late, while the last second of writes (and 5 ms)
+// holds fewer than the number's figure, keeping its slot, and waits for
+// room otherwise; the number is paced at its full rate, with no margin for
+// lateness. With a Store (other processes write for the number too) a
+// message later than its number's tolerance gives its slot back and takes
+// a new one, and each check and write is reported to the number's
+// limiter, whose margin follows the lateness observed (see throughput's
+// "Write-time pacing"). Either way default options hold Meta's figures on
+// a loaded machine; a message met by a hold that began after it was
+// admitted waits it out, and the first bubble of a burst moves the pair's
+// reservation to its real start. A check that gives up (the deadline or
+// the context ends its wait) proves the message was not submitted.
 //
 // A template goes to /marketing_messages when its latest category is
 // marketing, to /messages otherwise (Meta's "Route template messages by

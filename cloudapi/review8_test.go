@@ -13,7 +13,6 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/pairlimit"
-	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
@@ -21,15 +20,6 @@ import (
 // Review 8 (wave 3, session 6): findings in files other engineers own
 // this session, each a failing test for its owner. Run them with
 // `go test -tags review8 -run Review8 ./cloudapi`.
-
-// sharedStore is a cloudapi.Store in memory: the reference stores of
-// pairlimit and throughput, as several processes would share on Redis.
-type sharedStore struct {
-	pairstore.Store
-	tp throughputstore.Store
-}
-
-func (s sharedStore) Throughput() throughputstore.Store { return s.tp }
 
 // TestReview8CutWithAStoreMovesNoWaitingSlot: Client.Number's doc
 // promises that after SetMPSAt "the sends waiting for their slots then go

@@ -314,6 +314,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 		return 0, false, err
 	}
 	num := c.Number(s.from)
+	win := hasWindow(num) // late sends keep their slots (see pace.go)
 	mark, fence := writemark.From(s.ctx), writemark.FenceFrom(s.ctx)
 	for k := 0; k < n; k++ {
 		idx := i + k
@@ -321,7 +322,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 	wait:
 		err := s.waitSlot(a, k)
 		posted := c.clock.Now()
-		if err == nil && paceWrites && posted.Sub(a.slots[k].at) > num.Tolerance() {
+		if err == nil && paceWrites && !win && posted.Sub(a.slots[k].at) > num.Tolerance() {
 			// Late before the request is even made (the wait woke late):
 			// the slot is given back and a new one taken, as the check
 			// would, without a request to end (see pace.go).
@@ -353,7 +354,7 @@ func (s *sending) attempt(i, n int, notBefore time.Time) (sent int, retry bool, 
 			if g.s != nil { // not the first request
 				g = new(gate)
 			}
-			*g = gate{s: s, a: a, k: k, num: num, posted: posted, mark: mark, fence: fence, key: s.keys[idx], marked: marked}
+			*g = gate{s: s, a: a, k: k, num: num, win: win, posted: posted, mark: mark, fence: fence, key: s.keys[idx], marked: marked}
 		}
 		out := c.post(s.ctx, s.from, endpoint, s.msgs[idx].kind, body, g)
 		at := c.clock.Now()

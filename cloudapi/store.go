@@ -2,8 +2,10 @@ package cloudapi
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/wapace/wapace/internal/slotmoves"
+	"github.com/wapace/wapace/internal/writewindow"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/pairlimit/pairstore"
 	"github.com/wapace/wapace/throughput"
@@ -61,17 +63,23 @@ func (c *Client) pairOptions() []pairlimit.Option {
 
 // movingSlots is throughput's option that makes SetMPSAt move the slots
 // still waiting, and slotMoved the channel a slot's wait follows (see
-// internal/slotmoves): the Client's sends follow every move.
+// internal/slotmoves): the Client's sends follow every move. windowed is
+// throughput's option that gives a limiter a window of writes, and
+// letWrite its decision (see internal/writewindow): the Client's
+// write-time check lets every write through it and reports it.
 var (
 	movingSlots = slotmoves.Option.(func() throughput.Option)
 	slotMoved   = slotmoves.Moved.(func(throughput.Reservation) <-chan struct{})
+	windowed    = writewindow.Option.(func() throughput.Option)
+	letWrite    = writewindow.Let.(func(*throughput.Limiter, time.Time) (writewindow.Ticket, time.Duration))
+	hasWindow   = writewindow.On.(func(*throughput.Limiter) bool)
 )
 
 // numberOptions are the options of business number id's throughput
 // limiter.
 func (c *Client) numberOptions(id string) []throughput.Option {
 	// Its sends follow their slots' moves (SetMPSAt after an upgrade).
-	opts := append([]throughput.Option{throughput.WithClock(c.clock), movingSlots()}, c.tpOpts...)
+	opts := append([]throughput.Option{throughput.WithClock(c.clock), movingSlots(), windowed()}, c.tpOpts...)
 	if c.store != nil {
 		opts = append(opts, throughput.WithStore(c.store.Throughput(), id))
 	}

@@ -67,9 +67,12 @@ func lateFirst(inner http.RoundTripper, delay time.Duration) *onFirst {
 // out) turned those waits into not_submitted failures.
 //
 // Here, on real sockets: 80 sends to 80 recipients at 80 msg/s (a
-// second of queue), the first one's request held 100 ms before the
-// transport takes it (late by far more than the tolerance), a Timeout of
-// 200 ms: its new slot is after the rest of the queue. Now the check ends
+// second of queue), from a Client with a Store (whose limiters follow
+// their tolerance: a Client without one lets a late send keep its slot,
+// TestWindowFullWaitsOutsideTheRequest), the first one's request held
+// 100 ms before the transport takes it (late by far more than the
+// tolerance), a Timeout of 200 ms: its new slot is after the rest of the
+// queue. Now the check ends
 // that request before its body leaves (Meta receives nothing of it), the
 // send waits for its new slot outside any request, and makes a new one,
 // which Meta accepts. No send may end unknown unless Meta received it,
@@ -83,7 +86,7 @@ func TestReview8TimeoutInTheCheckIsNotSubmitted(t *testing.T) {
 	t.Cleanup(inner.CloseIdleConnections)
 	tr := lateFirst(inner, 100*time.Millisecond)
 	hc := &http.Client{Timeout: 200 * time.Millisecond, Transport: tr}
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(hc))
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(hc), cloudapi.WithStore(newSharedStore()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,8 +334,8 @@ func TestReview8CutOnTheWallClock(t *testing.T) {
 }
 
 // TestCancelWhileWaitingOutsideIsNotSubmitted: the send found late
-// (TestReview8TimeoutInTheCheckIsNotSubmitted's scenario, without a
-// request timeout) waits for its new slot, a second away, and its caller
+// (TestReview8TimeoutInTheCheckIsNotSubmitted's scenario, with a Store,
+// without a request timeout) waits for its new slot, a second away, and its caller
 // cancels it meanwhile: it ends not submitted, never unknown, and Meta
 // never receives it.
 func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
@@ -343,7 +346,7 @@ func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
 	inner := &http.Transport{}
 	t.Cleanup(inner.CloseIdleConnections)
 	tr := lateFirst(inner, 100*time.Millisecond)
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: tr}))
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithStore(newSharedStore()))
 	if err != nil {
 		t.Fatal(err)
 	}
