@@ -71,6 +71,16 @@ func (s *sending) waitSlot(a *admission, k int) error {
 	for {
 		sl := &a.slots[k]
 		moved := slotMoved(sl.num) // before the instant: see internal/slotmoves
+		if slotStale(sl.num) {
+			// A cut of a Store-backed number: the Store keeps the slot
+			// at the old figure's pace, so take one at the new figure.
+			num := s.c.Number(s.from)
+			s.giveBack(a, k)
+			if err := s.slotAgain(a, k, num, s.c.clock.Now(), false); err != nil {
+				return err
+			}
+			continue
+		}
 		if at := sl.num.TimeToAct(); sl.num.OK() && !at.Equal(sl.at) {
 			if err := a.moveSlot(k, at); err != nil {
 				return err

@@ -404,8 +404,10 @@ func New(token string, opts ...Option) (*Client, error) {
 // figure's pace) or inspect its holds. A caller that reserves on it
 // directly reads each reservation's TimeToAct just before it sends: a
 // change of figure moves the slots still waiting. With a Store shared by
-// several processes (WithStore) slots never move: see
-// throughput.Limiter.SetMPSAt for what a cut then holds.
+// several processes (WithStore) slots cannot move: a cut makes the sends
+// waiting in this process take new slots at the new figure, behind those
+// handed out, and a process not told keeps its pace (see
+// throughput.Limiter.SetMPSAt).
 //
 // Without a Store the Client counts the number's writes (see the package
 // doc): a late send keeps its slot while the last second of writes has

@@ -201,8 +201,8 @@ const (
 )
 
 // check runs before the first byte of the body leaves. It waits in the
-// request only for a slot at most inRequestWait away; a longer wait ends
-// the request with errWaitOutside.
+// request only for a slot, or the window's room, at most inRequestWait
+// away; a longer wait ends the request with errWaitOutside.
 func (g *gate) check() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -214,6 +214,21 @@ func (g *gate) check() error {
 	}
 	for {
 		sl := &g.a.slots[g.k]
+		if slotStale(sl.num) {
+			// The number's figure was cut (with a Store) since the
+			// slot was taken: a slot at the new figure, as waitSlot
+			// takes one.
+			g.s.giveBack(g.a, g.k)
+			err := g.s.slotAgain(g.a, g.k, g.num, g.now(), !g.released)
+			if err == nil {
+				err = g.waitShort(g.a.goAt(g.k))
+			}
+			if err != nil {
+				g.aborted = err
+				return err
+			}
+			continue
+		}
 		if at := sl.num.TimeToAct(); !at.Equal(sl.at) {
 			// SetMPSAt moved the slot since the wait: wait for its new
 			// instant (none if it moved earlier), then check it.

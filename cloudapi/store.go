@@ -70,6 +70,7 @@ func (c *Client) pairOptions() []pairlimit.Option {
 var (
 	movingSlots = slotmoves.Option.(func() throughput.Option)
 	slotMoved   = slotmoves.Moved.(func(throughput.Reservation) <-chan struct{})
+	slotStale   = slotmoves.Stale.(func(throughput.Reservation) bool)
 	windowed    = writewindow.Option.(func() throughput.Option)
 	letWrite    = writewindow.Let.(func(*throughput.Limiter, time.Time) (writewindow.Ticket, time.Duration))
 	hasWindow   = writewindow.On.(func(*throughput.Limiter) bool)

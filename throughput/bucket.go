@@ -19,27 +19,40 @@ const infDuration = time.Duration(math.MaxInt64)
 
 // waitN is WaitN for anything that reserves: reserve at now within ctx's
 // deadline (reserving nothing if it cannot fit), wait on c, give back on
-// cancel.
+// cancel. A reservation a cut made stale (see Reservation.stale) is given
+// back and made again at the new figure.
 func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time, n int, maxWait time.Duration) Reservation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	now := c.Now()
-	maxWait := infDuration
-	if d, ok := ctx.Deadline(); ok {
-		maxWait = max(d.Sub(now), 0)
+	reserve := func() (Reservation, error) {
+		maxWait := infDuration
+		if d, ok := ctx.Deadline(); ok {
+			maxWait = max(d.Sub(now), 0)
+		}
+		r := reserveN(now, n, maxWait)
+		switch {
+		case r.err == errTooLate:
+			return r, fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
+		case errors.Is(r.err, ErrBurstTooLarge):
+			return r, fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
+		}
+		return r, r.err
 	}
-	r := reserveN(now, n, maxWait)
-	switch {
-	case r.err == errTooLate:
-		return fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
-	case errors.Is(r.err, ErrBurstTooLarge):
-		return fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
-	case r.err != nil:
-		return r.err
+	r, err := reserve()
+	if err != nil {
+		return err
 	}
 	for {
 		moved := r.moved() // before the instant: see moved
+		if r.stale() {
+			r.CancelAt(now)
+			if r, err = reserve(); err != nil {
+				return err
+			}
+			continue
+		}
 		delay := r.DelayFrom(now)
 		if d, ok := ctx.Deadline(); ok && now.Add(delay).After(d) {
 			r.CancelAt(now)
@@ -70,6 +83,7 @@ type Reservation struct {
 	tk      throughputstore.BucketTicket
 	at      int64  // when it was asked
 	gen     uint64 // b's moves when it was made (see moved)
+	cut     uint64 // b's cuts when it was asked, with a Store (see stale)
 	movable bool   // SetMPSAt may move it (withMovingReservations, no Store)
 }
 
@@ -106,15 +120,25 @@ func (r Reservation) act() int64 {
 
 // moved returns a channel closed at the next move of the Limiter's
 // waiting reservations (see withMovingReservations and internal/slotmoves),
-// or nil for a reservation that cannot move: one not OK, or one of a
-// Limiter that does not move its reservations, of a Budget, or kept in a
-// Store. A holder reads it before TimeToAct, so that no move falls between
-// them unseen.
+// or, for one kept in a Store, at the next cut of the Limiter's figure
+// (see stale); nil for a reservation that cannot move: one not OK, or one
+// of a Limiter that does not move its reservations. A holder reads it
+// before TimeToAct and stale, so that no move falls between them unseen.
 func (r Reservation) moved() <-chan struct{} {
-	if !r.ok || !r.movable {
+	if !r.ok || (!r.movable && r.store == nil) || r.b == nil {
 		return nil
 	}
 	return r.b.nextMove()
+}
+
+// stale reports whether r is kept in a Store and the Limiter's figure was
+// cut (SetMPSAt to a lower one) since it was asked: a Store cannot move
+// the tickets it handed out, so its holder gives it back and reserves
+// again, at the new figure (WaitN does; so does a cloudapi Client,
+// through internal/slotmoves). A reservation asked while the cut was
+// being made may be stale too: reserving again is always safe.
+func (r Reservation) stale() bool {
+	return r.ok && r.store != nil && r.b != nil && r.b.cuts.Load() != r.cut
 }
 
 // DelayFrom returns how long after t the sends may go; zero means at once.

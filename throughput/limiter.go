@@ -326,6 +326,12 @@ func (l *Limiter) setLocked(t int64, mps int) {
 	if mps < 1 {
 		mps = Default
 	}
+	was := l.perSecond
+	defer func() {
+		if l.opts.store != nil && l.perSecond < was {
+			l.b.cut() // the Store keeps the slots it handed out: see stale
+		}
+	}()
 	l.perSecond = max(int(float64(mps)*(1-l.opts.headroom)), 1)
 	if l.win != nil {
 		l.win.setLimit(l.perSecond)
@@ -380,12 +386,17 @@ func (l *Limiter) applyLocked(t int64) {
 // t to the instants the new figure gives them instead: earlier for a
 // raise, later for a cut. TimeToAct then reads the moved instant.)
 //
-// Limiters sharing a Store (WithStore) never move a slot: the slots
-// handed out before t, in any process, keep their instants, so a cut
-// holds only for the windows after the last of them (two processes with
-// 2,000 sends queued at 1,000 msg/s, cut to 80, let 901 go in one
-// second), and only in the processes that make it: change the figure in
-// every process sharing the number, and before its sends queue deep.
+// Limiters sharing a Store (WithStore) cannot move a slot: the Store
+// keeps the instants it handed out. A cut instead makes every reservation
+// the Limiter handed out before it stale: WaitN, and a cloudapi Client's
+// sends, give a stale slot back and reserve again at the new figure,
+// behind the slots already handed out (which pass unused); a ReserveN
+// caller should reserve again after a cut too. A process that is not told
+// keeps the slots it holds, at the old pace, until its queue drains:
+// change the figure in every process sharing the number. (Two processes
+// with 2,000 sends queued at 1,000 msg/s, both cut to 80, let 901 go in a
+// second when slots kept their instants; at most 80 now, from a second
+// after the cut.)
 //
 // A figure above 10,000 changes nothing and returns an error matching
 // [ErrInvalidOption]; so does a Limiter built with an invalid option.
@@ -523,7 +534,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		ok  bool
 		err error
 	)
-	var gen uint64
+	var gen, cut uint64 // b's moves (no store) or cuts (a store) when asked
 	if o.store == nil {
 		tk, gen, ok, err = b.reserveLocal(t, n, maxWait)
 		if err != nil {
@@ -534,6 +545,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		if t, maxWait, ok = afterHold(h, t, maxWait); !ok {
 			return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: h}}
 		}
+		cut = b.cuts.Load() // before the decision: a cut during it makes it stale
 		b.mu.Lock()
 		interval, burst := b.interval, b.burst
 		b.mu.Unlock()
@@ -548,7 +560,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	if !ok {
 		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
-	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t, gen: gen, movable: o.movable && o.store == nil}
+	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t, gen: gen, cut: cut, movable: o.movable && o.store == nil}
 }
 
 // errTooLate: the reservation would start after its maximum wait.

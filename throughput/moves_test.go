@@ -2,6 +2,8 @@ package throughput_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/throughput"
+	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
 // moving and moved are the hooks of internal/slotmoves.
@@ -98,6 +101,60 @@ func TestWaitNFollowsMoves(t *testing.T) {
 		}
 		if took := time.Since(start); took < time.Second {
 			t.Errorf("WaitN returned after %v, want over a second at 80 msg/s behind 100 sends", took)
+		}
+	})
+}
+
+// TestWaitNWithAStoreReservesAgainAfterACut: two Limiters sharing a
+// Store, 3,000 WaitN callers queued at 1,000 msg/s, both cut to 80 after
+// 100 ms. A Store cannot move the slots it handed out: the waiters made
+// stale by the cut give theirs back and reserve again at 80 msg/s, so
+// that every second from a second after the cut holds at most 80 of the
+// instants WaitN returned at.
+func TestWaitNWithAStoreReservesAgainAfterACut(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := clock.New()
+		st := throughputstore.NewMemoryStore(c)
+		lims := []*throughput.Limiter{
+			throughput.New(throughput.Upgraded, throughput.WithClock(c), throughput.WithStore(st, "n")),
+			throughput.New(throughput.Upgraded, throughput.WithClock(c), throughput.WithStore(st, "n")),
+		}
+		start := time.Now()
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			for _, l := range lims {
+				_ = l.SetMPSAt(time.Now(), throughput.Default)
+			}
+		}()
+		var mu sync.Mutex
+		var at []time.Time
+		var wg sync.WaitGroup
+		for i := range 3000 {
+			wg.Go(func() {
+				if err := lims[i%2].WaitN(t.Context(), 1); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				at = append(at, time.Now())
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		slices.SortFunc(at, time.Time.Compare)
+		from := start.Add(1100 * time.Millisecond)
+		for i, a := range at {
+			if a.Before(from) {
+				continue
+			}
+			j := i
+			for j < len(at) && !at[j].After(a.Add(time.Second)) {
+				j++
+			}
+			if j-i > throughput.Default {
+				t.Fatalf("%d returns in the second from +%v, a second or more after the cut to 80", j-i, a.Sub(start))
+			}
 		}
 	})
 }

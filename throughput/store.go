@@ -72,7 +72,14 @@ type memBucket struct {
 	moves []move
 	base  uint64                        // the gen of moves[0] (older moves were dropped)
 	gen   atomic.Uint64                 // moves made so far
-	moved atomic.Pointer[chan struct{}] // closed at the next move, then replaced
+	moved atomic.Pointer[chan struct{}] // closed at the next move (or cut), then replaced
+
+	// cuts counts the cuts of a Store-backed Limiter's figure (SetMPSAt
+	// to a lower one): a Store cannot move the tickets it handed out, so
+	// a reservation made before a cut is stale, and its holder reserves
+	// again at the new figure (see Reservation.stale). moved is closed
+	// at each cut too.
+	cuts atomic.Uint64
 }
 
 // move is one change of figure that moved the reservations waiting at at
@@ -167,6 +174,18 @@ func (b *memBucket) moveLocked(t int64, interval time.Duration, burst int) {
 	b.interval = interval // setParams then changes nothing more
 	if b.s.Interval != 0 {
 		b.s.Interval = int64(interval)
+	}
+}
+
+// cut marks every reservation made so far stale and wakes the holders
+// waiting on moved (see cuts).
+func (b *memBucket) cut() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cuts.Add(1)
+	next := make(chan struct{})
+	if old := b.moved.Swap(&next); old != nil {
+		close(*old)
 	}
 }
 

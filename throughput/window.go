@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/internal/sat"
+	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/internal/writewindow"
 )
 
@@ -202,6 +203,7 @@ func hasWindow(l *Limiter) bool {
 }
 
 func init() {
+	slotmoves.Stale = Reservation.stale
 	writewindow.Option = withWriteWindow
 	writewindow.Let = letWrite
 	writewindow.On = hasWindow

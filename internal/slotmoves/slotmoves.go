@@ -22,3 +22,10 @@ var Option any
 // waits for the instant or the channel; when the channel closes it reads
 // both again.
 var Moved any
+
+// Stale holds throughput's func(throughput.Reservation) bool: whether the
+// reservation is kept in a Store and its Limiter's figure was cut since
+// it was asked. A Store cannot move the slots it handed out, so a holder
+// that finds its reservation stale gives it back and reserves again, at
+// the new figure. Moved's channel closes at each such cut.
+var Stale any

@@ -1,5 +1,3 @@
-//go:build review8
-
 package cloudapi_test
 
 import (
@@ -12,16 +10,11 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
-	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
-	"github.com/wapace/wapace/throughput/throughputstore"
 )
 
-// Review 8 (wave 3, session 6): findings in files other engineers own
-// this session, each a failing test for its owner. Run them with
-// `go test -tags review8 -run Review8 ./cloudapi`.
-
-// TestReview8CutWithAStoreMovesNoWaitingSlot: Client.Number's doc
+// TestCutWithAStoreTakesWaitingSlotsAgain (review 8's finding, wave 3
+// session 6): Client.Number's doc
 // promises that after SetMPSAt "the sends waiting for their slots then go
 // at the new figure's pace", and throughput's SetMPSAt that "windows that
 // start a second or more after t obey the new figure". With WithStore
@@ -35,13 +28,15 @@ import (
 // 130429. TestCutMovesQueuedSlotsLater is the same without a store, and
 // holds.
 //
-// At fault: throughput/limiter.go setLocked (l.move is false with a
-// Store) and the Store's bucket (it cannot move tickets it handed out);
-// at least Client.Number's and WithStore's docs, which do not say so.
-func TestReview8CutWithAStoreMovesNoWaitingSlot(t *testing.T) {
+// A Store cannot move the tickets it handed out. Now a cut makes the
+// reservations made before it stale (throughput's Reservation.stale,
+// through internal/slotmoves): each waiting send gives its slot back and
+// takes one at the new figure, behind the old queue, in every process
+// the cut was made in.
+func TestCutWithAStoreTakesWaitingSlotsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, throughput.Upgraded))
-		st := sharedStore{Store: pairlimit.NewMemoryStore(nil), tp: throughputstore.NewMemoryStore(nil)}
+		st := newSharedStore()
 		var clients []*cloudapi.Client
 		for range 2 {
 			c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
