@@ -1014,14 +1014,27 @@ func (r *runner) dropAll(ctx context.Context, ex execer, now time.Time, it *clai
 }
 
 // requeue puts a claimed item back at the head of its lane, due at due.
-// With unsent, the attempt is not counted (its request was never written).
+// With unsent, the attempt is not counted (its request was never written),
+// and a bounce like the one before it is folded into that one's history
+// row (foldBounce).
 func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string, unsent bool) ([]Event, error) {
 	undo := 0
 	if unsent {
 		undo = 1
 	}
-	if _, err := r.o.exec(ctx, ex, sqlRequeue, nanos(now), nanos(due), reason, undo, key, r.owner); err != nil {
+	res, err := r.o.exec(ctx, ex, sqlRequeue, nanos(now), nanos(due), reason, undo, key, r.owner)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("outbox: run: %w", err)
+	} else if n == 0 {
+		return nil, nil // another worker took the claim over
+	}
+	if unsent {
+		if err := r.o.foldBounce(ctx, ex, key, reason); err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
 	}
 	return events(now, StateQueued, reason, key), nil
 }
