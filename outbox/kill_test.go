@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 func sender(dsn, base, worker string, marks bool) int {
 	ctx := context.Background()
 	pairs := pairlimit.New(fastPairs)
-	opts := []outbox.Option{outbox.WithLease(300 * time.Millisecond)}
+	opts := []outbox.Option{outbox.WithLease(killLease())}
 	if worker != "" {
 		opts = append(opts, outbox.WithWorkerID(worker))
 	}
@@ -85,6 +85,25 @@ func sender(dsn, base, worker string, marks bool) int {
 			return 2
 		}
 	}
+}
+
+// killLease returns the sender's lease: a dead sender's claims are taken over
+// by the next one that long after the kill. A live sender renews its
+// claims every third of it, and the fence (fence.go) refuses a request
+// whose claim has less than a third left: Run's loop must come round
+// within a third of the lease. A race-instrumented sender on a loaded
+// machine did not, within 100 ms of a 300 ms lease: a third of its sends
+// were fenced and requeued at once, every message claimed 1.75 times on
+// average, and the claims' transactions slowed the loop further
+// (TestKill9FixedWorkerID with a CPU hog, load 4 to 7: 141 s, a round of
+// 333 messages 80 s; with 2 s, 15 s and no send fenced). That bound on
+// the real clock, not the sender, stalled the -race kill tests under
+// load. Without -race, 300 ms fenced nothing with the hog on.
+func killLease() time.Duration {
+	if raceEnabled {
+		return 3 * time.Second
+	}
+	return 300 * time.Millisecond
 }
 
 // A real sender process dispatching a few thousand messages is killed with
@@ -220,6 +239,7 @@ func kill9(t *testing.T, worker string, marks bool) {
 		}
 	}
 	unknown, unsent, recovered := 0, 0, 0
+
 	for _, k := range keys {
 		it, err := o.Get(t.Context(), k)
 		if err != nil {
