@@ -1415,7 +1415,10 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		// renew, or is stopping): never written, so it goes back to its
 		// lane's head at once, its attempt uncounted. (If another worker
 		// took the claim over meanwhile, this update applies to nothing.)
-		return r.requeue(ctx, tx, now, now, key, "not sent: "+reason, true)
+		// The reason is the fence's alone: the instant it names (the row's
+		// time says when) and the Client's attempts would make each of a
+		// run of such bounces look new to foldBounce.
+		return r.requeue(ctx, tx, now, now, key, reasonFenced, true)
 	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, errNotMarked):
 		// Its write mark could not be committed (the database is
 		// failing, or the claim was lost): never written, so it goes
