@@ -69,16 +69,7 @@ func TestFencedBouncesFold(t *testing.T) {
 		// before the fence refused the next.)
 		ferr := &cloudapi.SendError{State: cloudapi.StateNotSubmitted, Attempts: 1 + i%2,
 			Err: fmt.Errorf("%w (it ended or ends at %v)", errFenced, at.UTC().Format(time.RFC3339Nano))}
-		tx, err := o.db.BeginTx(t.Context(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.outcome(t.Context(), tx, t.Context(), at, finished{it: it, err: ferr}); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		recordOutcome(t, r, t.Context(), at, finished{it: it, err: ferr})
 	}
 	got, err := o.Get(t.Context(), m.IdempotencyKey)
 	if err != nil {
