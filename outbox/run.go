@@ -1026,14 +1026,17 @@ func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key
 	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, fmt.Errorf("outbox: run: %w", err)
-	} else if n == 0 {
-		return nil, nil // another worker took the claim over
-	}
 	if unsent {
-		if err := r.o.foldBounce(ctx, ex, key, reason); err != nil {
+		// (If another worker took the claim over, the update moved
+		// nothing and there is no bounce to fold.)
+		n, err := res.RowsAffected()
+		if err != nil {
 			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		if n > 0 {
+			if err := r.o.foldBounce(ctx, ex, key, reason); err != nil {
+				return nil, fmt.Errorf("outbox: run: %w", err)
+			}
 		}
 	}
 	return events(now, StateQueued, reason, key), nil
