@@ -37,6 +37,10 @@ import (
 // renewed, has less than a third of it left.
 var errFenced = errors.New("outbox: run: the claim's lease has less than a third of it left (this worker was paused or could not renew it): its request is not written")
 
+// reasonFenced is the reason recorded for an item whose request the fence
+// refused (errFenced), queued again.
+const reasonFenced = "not sent: the claim's lease had less than a third of it left (this worker was paused or could not renew it)"
+
 // fenceMargin is how much of a claim's lease must be left for its request
 // to be written.
 func (o *Outbox) fenceMargin() time.Duration { return o.cfg.lease / 3 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,9 +30,23 @@ func TestInProgressDuplicateIsNotSent(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) { inProgressDuplicate(t, requirePostgres(t)) })
 }
 
-func inProgressDuplicate(t *testing.T, dsn string) {
+// inProgressScene is the scene of the tests of a key in progress: Run A's
+// send of the outbox's one item is held in the shared Client, its request
+// not written, and Run B has taken A's claim over.
+type inProgressScene struct {
+	meta *cloudapitest.Server
+	o    *outbox.Outbox
+	held heldTransport
+	stop func() // stops B, then A
+}
+
+// takenOver sets the scene: an outbox at dsn (oneMarked, with opts)
+// holding one item keyed key, Run A started, its send held, its lease
+// ended, and Run B started with the same Client.
+func takenOver(t *testing.T, dsn, key string, opts ...outbox.Option) inProgressScene {
+	t.Helper()
 	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond))
-	o := oneMarked(t, dsn, "inprog-1")
+	o := oneMarked(t, dsn, key, opts...)
 	held, c := heldClient(t, meta, 2, cloudapi.WithPairLimiter(pairlimit.New(fastPairs)))
 	doneA, stopA := startRun(t.Context(), o, c)
 	within(t, held.arrived, "A's claim") // its request not written
@@ -41,6 +56,15 @@ func inProgressDuplicate(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	doneB, stopB := startRun(t.Context(), o, c)
+	return inProgressScene{meta: meta, o: o, held: held, stop: func() {
+		stopRun(t, doneB, stopB)
+		stopRun(t, doneA, stopA)
+	}}
+}
+
+func inProgressDuplicate(t *testing.T, dsn string) {
+	sc := takenOver(t, dsn, "inprog-1")
+	meta, o, held := sc.meta, sc.o, sc.held
 	// B's attempt: the Client refuses it while A's send is in progress.
 	it := waitItem(t, o, "inprog-1", func(it outbox.Item) bool { return len(it.History) >= 5 })
 	if got := it.History[4]; got.State != outbox.StateQueued || !strings.Contains(got.Reason, "in progress") {
@@ -60,8 +84,7 @@ func inProgressDuplicate(t *testing.T, dsn string) {
 		t.Fatalf("B's request: %v", err)
 	}
 	it = waitItem(t, o, "inprog-1", func(it outbox.Item) bool { return it.State.Final() })
-	stopRun(t, doneB, stopB)
-	stopRun(t, doneA, stopA)
+	sc.stop()
 	if it.State != outbox.StateAccepted || it.Attempts != 1 {
 		t.Errorf("%v (%s) after %d attempts, want accepted after 1", it.State, it.Reason, it.Attempts)
 	}
@@ -103,5 +126,66 @@ func waitItem(t *testing.T, o *outbox.Outbox, key string, done func(outbox.Item)
 			t.Fatalf("%s: %v (%s), history %+v", key, it.State, it.Reason, it.History)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An item the Client refuses locally, again and again, while a send with
+// its key stays in progress (cloudapi.ErrInProgress) goes back to its
+// lane's head each time, its attempt uncounted. Its history says so once:
+// before, every bounce added two rows (sending, queued), without bound
+// while the key stayed in progress. Here A's send is held while B's
+// attempts bounce at least three times; the item's history then holds one
+// row for all of them, which counts them, and ends accepted.
+func TestInProgressBouncesKeepHistoryBounded(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		inProgressBounces(t, "sqlite:"+filepath.Join(t.TempDir(), "outbox.db"))
+	})
+	t.Run("postgres", func(t *testing.T) { inProgressBounces(t, requirePostgres(t)) })
+}
+
+func inProgressBounces(t *testing.T, dsn string) {
+	var bounces atomic.Int64
+	sc := takenOver(t, dsn, "bounce-1", outbox.WithObserver(func(e outbox.Event) {
+		if e.State == outbox.StateQueued && strings.Contains(e.Reason, "in progress") {
+			bounces.Add(1)
+		}
+	}))
+	o, held := sc.o, sc.held
+	deadline := time.Now().Add(30 * time.Second)
+	for bounces.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bounces in 30 s, want 3", bounces.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held.release <- struct{}{} // A resumes: its mark finds the claim gone
+	within(t, held.finished, "A's request")
+	within(t, held.arrived, "B's next attempt")
+	held.release <- struct{}{}
+	if err := within(t, held.finished, "B's request"); err != nil {
+		t.Fatalf("B's request: %v", err)
+	}
+	it := waitItem(t, o, "bounce-1", func(it outbox.Item) bool { return it.State.Final() })
+	sc.stop()
+	n := bounces.Load()
+	var rows []string
+	inProgress := 0
+	for _, h := range it.History {
+		rows = append(rows, h.State.String()+" "+h.Reason)
+		if strings.Contains(h.Reason, "in progress") {
+			inProgress++
+		}
+	}
+	got := strings.Join(rows, "\n")
+	if it.State != outbox.StateAccepted || it.Attempts != 1 {
+		t.Errorf("%v (%s) after %d attempts, want accepted after 1", it.State, it.Reason, it.Attempts)
+	}
+	// queued, sending (A), queued (taken over), sending (B), queued (in
+	// progress, n times), sending, accepted.
+	if len(it.History) > 7 || inProgress != 1 {
+		t.Errorf("after %d bounces, history of %d rows (%d of them in progress), want at most 7 (1):\n%s", n, len(it.History), inProgress, got)
+	}
+	if !strings.Contains(got, "times)") {
+		t.Errorf("after %d bounces, the history does not count them:\n%s", n, got)
 	}
 }

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 func sender(dsn, base, worker string, marks bool) int {
 	ctx := context.Background()
 	pairs := pairlimit.New(fastPairs)
-	opts := []outbox.Option{outbox.WithLease(300 * time.Millisecond)}
+	opts := []outbox.Option{outbox.WithLease(killLease())}
 	if worker != "" {
 		opts = append(opts, outbox.WithWorkerID(worker))
 	}
@@ -87,6 +87,25 @@ func sender(dsn, base, worker string, marks bool) int {
 	}
 }
 
+// killLease returns the sender's lease: a dead sender's claims are taken over
+// by the next one that long after the kill. A live sender renews its
+// claims every third of it, and the fence (fence.go) refuses a request
+// whose claim has less than a third left: Run's loop must come round
+// within a third of the lease. A race-instrumented sender on a loaded
+// machine did not, within 100 ms of a 300 ms lease: a third of its sends
+// were fenced and requeued at once, every message claimed 1.75 times on
+// average, and the claims' transactions slowed the loop further
+// (TestKill9FixedWorkerID with a CPU hog, load 4 to 7: 141 s, a round of
+// 333 messages 80 s; with 2 s, 15 s and no send fenced). That bound on
+// the real clock, not the sender, stalled the -race kill tests under
+// load. Without -race, 300 ms fenced nothing with the hog on.
+func killLease() time.Duration {
+	if raceEnabled {
+		return 3 * time.Second
+	}
+	return 300 * time.Millisecond
+}
+
 // A real sender process dispatching a few thousand messages is killed with
 // SIGKILL mid-run and restarted twice: afterwards every message is
 // accepted exactly once or is submitted_unknown, none is accepted twice,
@@ -113,14 +132,11 @@ func kill9(t *testing.T, worker string, marks bool) {
 	meta := cloudapitest.NewServer(t, cloudapitest.WithPairRule(50*time.Millisecond, 45, 50*time.Millisecond), cloudapitest.WithThroughput(100000))
 	base := meta.URL()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
-	recipients, perRecipient := 300, 10
-	if raceEnabled {
-		// Three race-instrumented sender processes took about 120 s for
-		// 3,000 messages at load 18; 1,000 still see two kills mid-run,
-		// dead claims and the restarts, and the run without -race sends
-		// the 3,000.
-		recipients = 100
-	}
+	// (Under -race the test sent 1,000 messages, not 3,000, since three
+	// race-instrumented senders took about 120 s for 3,000 at load 18.
+	// Their 300 ms lease was the cause (killLease): with 3 s, the 3,000
+	// take 29 to 33 s a test with a CPU hog.)
+	const recipients, perRecipient = 300, 10
 	o, err := outbox.Open(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +236,7 @@ func kill9(t *testing.T, worker string, marks bool) {
 		}
 	}
 	unknown, unsent, recovered := 0, 0, 0
+
 	for _, k := range keys {
 		it, err := o.Get(t.Context(), k)
 		if err != nil {

@@ -23,34 +23,7 @@ import (
 func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	ctx := context.Background()
 	meta := cloudapitest.NewServer(b, cloudapitest.WithThroughput(1_000_000))
-	var accepted atomic.Int64
-	allDone := make(chan struct{})
-	target := int64(b.N)
-	// The sends in flight summed over the workers, from their recorded
-	// transitions, and the most at once.
-	var sending, peak atomic.Int64
-	observer := outbox.WithObserver(func(e outbox.Event) {
-		switch e.State {
-		case outbox.StateSending:
-			for n, p := sending.Add(1), peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-			}
-		case outbox.StateQueued:
-		default:
-			sending.Add(-1)
-		}
-		if e.State == outbox.StateAccepted && accepted.Add(1) == target {
-			close(allDone)
-		}
-	})
-	obs := make([]*outbox.Outbox, workers)
-	for i := range obs {
-		o, err := outbox.Open(ctx, dsn, observer)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer o.Close()
-		obs[i] = o
-	}
+	obs, flight := openBenchWorkers(b, dsn, workers)
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, o := range obs {
@@ -112,7 +85,7 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 		wg.Wait()
 		return
 	}
-	<-allDone
+	<-flight.done
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
@@ -124,7 +97,7 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 	// CPU time of this process (outbox, SQLite, client and in-memory fake
 	// together) per message: robust to a loaded machine, unlike msg/s.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/msg")
-	b.ReportMetric(float64(peak.Load()), "peak-sending")
+	b.ReportMetric(float64(flight.peak.Load()), "peak-sending")
 	if batch == 1 {
 		b.ReportMetric(float64(lat[len(lat)*50/100].Microseconds()), "p50-enqueue-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-enqueue-µs")
@@ -132,6 +105,46 @@ func benchDispatch(b *testing.B, dsn string, workers, producers, batch int) {
 		b.ReportMetric(float64(lat[len(lat)*50/100].Microseconds()), "p50-batch-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-batch-µs")
 	}
+}
+
+// benchFlight follows the sends of a benchmark's workers through their
+// Outboxes' observer: the sends in flight summed over the workers, from
+// their recorded transitions, and the most at once; done closes at the
+// b.N-th acceptance.
+type benchFlight struct {
+	sending, peak, accepted atomic.Int64
+	done                    chan struct{}
+}
+
+// openBenchWorkers opens workers Outboxes over dsn, closed when the
+// benchmark's run ends, all observed by one benchFlight.
+func openBenchWorkers(b *testing.B, dsn string, workers int) ([]*outbox.Outbox, *benchFlight) {
+	b.Helper()
+	f := &benchFlight{done: make(chan struct{})}
+	target := int64(b.N)
+	observer := outbox.WithObserver(func(e outbox.Event) {
+		switch e.State {
+		case outbox.StateSending:
+			for n, p := f.sending.Add(1), f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+			}
+		case outbox.StateQueued:
+		default:
+			f.sending.Add(-1)
+		}
+		if e.State == outbox.StateAccepted && f.accepted.Add(1) == target {
+			close(f.done)
+		}
+	})
+	obs := make([]*outbox.Outbox, workers)
+	for i := range obs {
+		o, err := outbox.Open(context.Background(), dsn, observer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { o.Close() })
+		obs[i] = o
+	}
+	return obs, f
 }
 
 // dispatchCases are the enqueue patterns: one Enqueue per message from one

@@ -146,16 +146,7 @@ func TestOutcomeClassification(t *testing.T) {
 			if row.stopping {
 				sendCtx = stopped
 			}
-			tx, err := o.db.BeginTx(t.Context(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.outcome(t.Context(), tx, sendCtx, now, finished{it: it, res: row.res, err: row.err}); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			recordOutcome(t, r, sendCtx, now, finished{it: it, res: row.res, err: row.err})
 			got, err := o.Get(t.Context(), m.IdempotencyKey)
 			if err != nil {
 				t.Fatal(err)
@@ -188,6 +179,22 @@ func TestOutcomeClassification(t *testing.T) {
 				t.Error("a send that provably did not reach Meta was left submitted_unknown")
 			}
 		})
+	}
+}
+
+// recordOutcome records f as r's outcome of a send, at now, in a
+// transaction of its own.
+func recordOutcome(t *testing.T, r *runner, sendCtx context.Context, now time.Time, f finished) {
+	t.Helper()
+	tx, err := r.o.db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.outcome(t.Context(), tx, sendCtx, now, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
-	"github.com/wapace/wapace/outbox"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -35,31 +33,7 @@ func BenchmarkPostgres4WorkersDrain(b *testing.B) {
 	ctx := context.Background()
 	meta := cloudapitest.NewServer(b, cloudapitest.WithNumberThroughput(id, throughput.Upgraded), cloudapitest.WithHistory(0))
 	store := newSharedStore()
-	var accepted, sending, peak atomic.Int64
-	allDone := make(chan struct{})
-	target := int64(b.N)
-	observer := outbox.WithObserver(func(e outbox.Event) {
-		switch e.State {
-		case outbox.StateSending:
-			for n, p := sending.Add(1), peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-			}
-		case outbox.StateQueued:
-		default:
-			sending.Add(-1)
-		}
-		if e.State == outbox.StateAccepted && accepted.Add(1) == target {
-			close(allDone)
-		}
-	})
-	obs := make([]*outbox.Outbox, workers)
-	for i := range obs {
-		o, err := outbox.Open(ctx, dsn, observer)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer o.Close()
-		obs[i] = o
-	}
+	obs, flight := openBenchWorkers(b, dsn, workers)
 	for i := 0; i < b.N; i += 1000 {
 		var msgs []cloudapi.Message
 		for j := i; j < min(b.N, i+1000); j++ {
@@ -88,7 +62,7 @@ func BenchmarkPostgres4WorkersDrain(b *testing.B) {
 		}
 		wg.Go(func() { _ = o.Run(runCtx, c) })
 	}
-	<-allDone
+	<-flight.done
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	cancel()
@@ -108,7 +82,7 @@ func BenchmarkPostgres4WorkersDrain(b *testing.B) {
 	b.ReportMetric(rate, "msg/s")
 	b.ReportMetric(100*rate/throughput.Upgraded, "%busy")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/msg")
-	b.ReportMetric(float64(peak.Load()), "peak-sending")
+	b.ReportMetric(float64(flight.peak.Load()), "peak-sending")
 	if k := meta.Count(errcodes.ThroughputLimit) + meta.Count(errcodes.PairRateLimit); k != 0 {
 		b.Errorf("%d refusals", k)
 	}

@@ -95,6 +95,14 @@ func TestReview8FullFlightSender(t *testing.T) {
 // twice, no 130429 or 131056, every item Meta accepted is accepted in the
 // outbox (the unknowns reconciled), and every other item is
 // submitted_unknown only if it was claimed at the kill (never sent).
+//
+// It passes (wave 3, session 7) but stays behind the build tag review8:
+// it takes 17 s (7.7 s and 9.7 s for its two halves; 6,000 messages at
+// 1,000 msg/s take 6 s each by design) and 61 s with -race, where the
+// untagged kill -9 tests (kill_test.go, unwritten_test.go,
+// transitions_test.go) cover crash safety in a few seconds. Run it with
+// `go test -tags review8 -run Review8Kill9 ./outbox` after a change to
+// how many sends Run keeps in flight, or to claiming and recording.
 func TestReview8Kill9AtFullFlight(t *testing.T) {
 	for _, marks := range []bool{false, true} {
 		t.Run(fmt.Sprintf("marks=%v", marks), func(t *testing.T) { kill9FullFlight(t, marks) })

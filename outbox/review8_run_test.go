@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,7 +115,9 @@ func TestStopGraceKeepsLeases(t *testing.T) {
 // counted as failed submissions: after 10 of them a message failed for
 // good although Meta never saw it. Here: 60 messages, one number at 80
 // msg/s, Meta answering 200 ms late, a Client remembering 4 keys: all 60
-// accepted within 30 simulated minutes, none twice.
+// accepted within 30 simulated minutes, none twice. Most items bounce
+// more than once: each item's history holds one row for its bounces,
+// which counts them (before, two rows a bounce: up to 13 rows).
 func TestIdempotencyMemoryFullRequeuesUncounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meta := cloudapitest.NewServer(t)
@@ -125,6 +128,7 @@ func TestIdempotencyMemoryFullRequeuesUncounted(t *testing.T) {
 		got := receivedBy(meta)
 		states := map[outbox.State]int{}
 		var example outbox.Item
+		counted := 0
 		for _, k := range keys {
 			it := mustGet(t, o, k)
 			states[it.State]++
@@ -134,9 +138,29 @@ func TestIdempotencyMemoryFullRequeuesUncounted(t *testing.T) {
 			if got[k] > 1 {
 				t.Errorf("%s sent %d times", k, got[k])
 			}
+			full := 0
+			var rows []string
+			for _, h := range it.History {
+				rows = append(rows, h.State.String()+" "+h.Reason)
+				if strings.Contains(h.Reason, "memory full") {
+					full++
+				}
+				if strings.Contains(h.Reason, "times)") {
+					counted++
+				}
+			}
+			// queued, sending, queued (memory full, n times), sending,
+			// accepted.
+			if full > 1 || len(it.History) > 5 {
+				t.Errorf("%s: history of %d rows (%d of them memory full), want at most 5 (1):\n%s",
+					k, len(it.History), full, strings.Join(rows, "\n"))
+			}
 		}
 		if states[outbox.StateAccepted] != len(keys) {
 			t.Errorf("after 30 min: %v; e.g. %s: %v, attempts %d, %q", states, example.Key, example.State, example.Attempts, example.Reason)
+		}
+		if counted == 0 {
+			t.Errorf("no item bounced twice: the history's bound is not tested")
 		}
 	})
 }

@@ -1,5 +1,3 @@
-//go:build review8
-
 package outbox_test
 
 import (
@@ -13,9 +11,10 @@ import (
 	"github.com/wapace/wapace/outbox"
 )
 
-// Review 8 (wave 3, session 6): findings in files other engineers own
-// this session, each a failing test for its owner. Run them with
-// `go test -tags review8 -run Review8 ./outbox`.
+// Review 8 (wave 3, session 6): findings in files other engineers owned
+// that session, each a failing test for its owner, behind the build tag
+// review8 until it passed. Both pass now and run untagged: 2.5 s and
+// 0.3 s (34 s and 3.4 s with -race, a second job running beside).
 
 // TestReview8CutMidRun: one number at 1,000 msg/s, Meta answering 400 ms
 // late (Run keeps ~630 sends in flight), is cut to 80 msg/s after 3 s

@@ -1014,14 +1014,30 @@ func (r *runner) dropAll(ctx context.Context, ex execer, now time.Time, it *clai
 }
 
 // requeue puts a claimed item back at the head of its lane, due at due.
-// With unsent, the attempt is not counted (its request was never written).
+// With unsent, the attempt is not counted (its request was never written),
+// and a bounce like the one before it is folded into that one's history
+// row (foldBounce).
 func (r *runner) requeue(ctx context.Context, ex execer, now, due time.Time, key, reason string, unsent bool) ([]Event, error) {
 	undo := 0
 	if unsent {
 		undo = 1
 	}
-	if _, err := r.o.exec(ctx, ex, sqlRequeue, nanos(now), nanos(due), reason, undo, key, r.owner); err != nil {
+	res, err := r.o.exec(ctx, ex, sqlRequeue, nanos(now), nanos(due), reason, undo, key, r.owner)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: run: %w", err)
+	}
+	if unsent {
+		// (If another worker took the claim over, the update moved
+		// nothing and there is no bounce to fold.)
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("outbox: run: %w", err)
+		}
+		if n > 0 {
+			if err := r.o.foldBounce(ctx, ex, key, reason); err != nil {
+				return nil, fmt.Errorf("outbox: run: %w", err)
+			}
+		}
 	}
 	return events(now, StateQueued, reason, key), nil
 }
@@ -1402,7 +1418,10 @@ func (r *runner) outcome(ctx context.Context, tx *sql.Tx, sendCtx context.Contex
 		// renew, or is stopping): never written, so it goes back to its
 		// lane's head at once, its attempt uncounted. (If another worker
 		// took the claim over meanwhile, this update applies to nothing.)
-		return r.requeue(ctx, tx, now, now, key, "not sent: "+reason, true)
+		// The reason is the fence's alone: the instant it names (the row's
+		// time says when) and the Client's attempts would make each of a
+		// run of such bounces look new to foldBounce.
+		return r.requeue(ctx, tx, now, now, key, reasonFenced, true)
 	case st == cloudapi.StateNotSubmitted && errors.Is(f.err, errNotMarked):
 		// Its write mark could not be committed (the database is
 		// failing, or the claim was lost): never written, so it goes

@@ -475,10 +475,11 @@ func takeOver(t *testing.T, dsn string, meta *cloudapitest.Server, opts ...outbo
 
 // oneMarked opens the outbox at dsn with write marks, a minute's lease
 // and one send in flight, holding one text keyed key; it is closed when
-// the test ends.
-func oneMarked(t *testing.T, dsn, key string) *outbox.Outbox {
+// the test ends (opts add to, or override, these).
+func oneMarked(t *testing.T, dsn, key string, opts ...outbox.Option) *outbox.Outbox {
 	t.Helper()
-	o, err := outbox.Open(t.Context(), dsn, outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1))
+	opts = append([]outbox.Option{outbox.WithWriteMarks(), outbox.WithLease(time.Minute), outbox.WithConcurrency(1)}, opts...)
+	o, err := outbox.Open(t.Context(), dsn, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
