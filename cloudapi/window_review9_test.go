@@ -3,6 +3,7 @@
 package cloudapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
+	"github.com/wapace/wapace/internal/writemark"
 )
 
 // stallOnce holds every request made in [from, from+d) until from+d, on
@@ -110,6 +112,144 @@ func TestReview9BunchAfterAStall(t *testing.T) {
 				tc.mps, tc.n, tc.stall, made, most, per, max(2, tc.mps/100), last)
 			if refused != 0 || most > tc.mps {
 				t.Errorf("%d x 130429, %d in a closed second", refused, most)
+			}
+		})
+	}
+}
+
+// markRun sends n texts from one number at mps, all queued at once, on
+// simulated time, each with a write mark (internal/writemark, as the
+// outbox's WithWriteMarks gives) that takes mark; tr wraps the in-memory
+// transport when not nil. It returns the rate between the first and the
+// last arrival as a share of mps, the requests made, the refusals and
+// the most arrivals in a closed second.
+func markRun(t *testing.T, mps, n int, mark time.Duration, wrap func(http.RoundTripper) http.RoundTripper) (share float64, made int64, refused, most int) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cloudapitest.NewServer(t, cloudapitest.WithNumberThroughput(number, mps), cloudapitest.WithHistory(n+10))
+		start := time.Now()
+		cnt := &countRT{inner: srv.Client().Transport}
+		var tr http.RoundTripper = cnt
+		if wrap != nil {
+			tr = wrap(cnt)
+		}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Number(number).SetMPSAt(start, mps); err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		if mark > 0 {
+			ctx = writemark.With(ctx, func(context.Context, string) error {
+				time.Sleep(mark)
+				return nil
+			})
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for i := range n {
+			wg.Go(func() {
+				if _, err := c.Send(ctx, number, cloudapi.Text(fmt.Sprintf("+2376940%06d", i), "hi")); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if f := failed.Load(); f != 0 {
+			t.Errorf("%d sends failed", f)
+		}
+		at := wholeAt(srv)
+		most, _ = mostInAClosedSecond(at, time.Time{})
+		share = float64(len(at)-1) / at[len(at)-1].Sub(at[0]).Seconds() / float64(mps)
+		made, refused = cnt.n.Load(), srv.Count(errcodes.ThroughputLimit)
+	})
+	return share, made, refused, most
+}
+
+// countRT counts the requests made.
+type countRT struct {
+	inner http.RoundTripper
+	n     atomic.Int64
+}
+
+func (c *countRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.inner.RoundTrip(r)
+}
+
+// Review 9, finding 2: the window binds in steady state when the time
+// from a write's leave (the check's first pass) to the transport's report
+// of it is more than about 5 ms at 1,000 msg/s (7.6 ms at 80): the bucket
+// lets 99 % of the figure a second, and the window counts every write
+// from its leave until a second and 5 ms after its report, so it holds
+// rate x (1.005 s + d) writes, over the figure once d > 5 ms. The outbox's
+// write mark (WithWriteMarks: a durable commit, shared by the sends in
+// flight) runs between the first check, which takes the leave, and the
+// write (cloudapi/writemark.go, ready): a 20 ms mark costs the number
+// 1 - 1/1.025 of its figure, and every send then waits for the window.
+// The same happens with a transport that never reports WroteRequest, the
+// leave then lasting until the request ends (see the next test).
+//
+// At fault: gate.check takes the ticket on ready's first check and the
+// second keeps it (if g.ticket == nil); the mark should run before the
+// leave is taken (or the leave be given back for the mark and taken again).
+func TestReview9WriteMarkMakesTheWindowBind(t *testing.T) {
+	for _, tc := range []struct {
+		mps, n int
+		mark   time.Duration
+	}{
+		{1000, 10000, 0},
+		{1000, 10000, 20 * time.Millisecond},
+		{1000, 10000, 50 * time.Millisecond},
+		{80, 800, 0},
+		{80, 800, 50 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprint(tc.mps, "/", tc.mark), func(t *testing.T) {
+			share, made, refused, most := markRun(t, tc.mps, tc.n, tc.mark, nil)
+			t.Logf("%d msg/s, mark %v: %.4f of the figure, %d requests for %d sends, most in a closed second %d, %d x 130429", tc.mps, tc.mark, share, made, tc.n, most, refused)
+			if share < 0.985 {
+				t.Errorf("%d msg/s with a write mark of %v: %.1f %% of the figure, want 98.5 %% at least (the bucket's 99 %%)", tc.mps, tc.mark, 100*share)
+			}
+		})
+	}
+}
+
+// untraced sends r on a context of its own, which keeps r's cancellation
+// but none of its values (so none of its httptrace hooks), as some
+// wrappers do; its answer then comes after latency (Meta's round trip).
+type untraced struct {
+	inner   http.RoundTripper
+	latency time.Duration
+}
+
+func (u untraced) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(r.Context(), cancel)
+	defer stop()
+	res, err := u.inner.RoundTrip(r.WithContext(ctx))
+	time.Sleep(u.latency)
+	return res, err
+}
+
+// Review 9, finding 3: with a transport that never reports WroteRequest
+// (a RoundTripper of the user's that re-issues the request on a context
+// of its own, or one that is not net/http's), the window counts each
+// write from its leave until a second and 5 ms after its request ends:
+// a number then sends at most its figure / (1.005 s + the round trip),
+// 77 % of it when Meta answers in 300 ms. The tolerance it replaced cost
+// such transports nothing. pace.go says the end of the request stands in
+// for the report ("or, failing one, the end of the request"), not what
+// it costs.
+//
+// At fault: gate.finish's fallback, counted from the request's end.
+func TestReview9NoWroteRequestCostsTheRoundTrip(t *testing.T) {
+	for _, lat := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprint(lat), func(t *testing.T) {
+			share, made, refused, most := markRun(t, 80, 800, 0, func(rt http.RoundTripper) http.RoundTripper { return untraced{rt, lat} })
+			t.Logf("80 msg/s, no WroteRequest, round trip %v: %.4f of the figure, %d requests for 800, most in a closed second %d, %d x 130429", lat, share, made, most, refused)
+			if share < 0.985 {
+				t.Errorf("80 msg/s with a transport that does not report its writes and a round trip of %v: %.1f %% of the figure, want 98.5 %% at least", lat, 100*share)
 			}
 		})
 	}
