@@ -254,3 +254,70 @@ func TestReview9NoWroteRequestCostsTheRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// Review 9, finding 1 through the Client (see throughput's
+// TestReview9CutThenRaiseForgetsWrites): at 80 msg/s, on simulated time,
+// a stall of 500 ms at 2 s bunches the sends due in it; at 3.2 s, while
+// the sends after the bunch wait for the window, the number's figure is
+// cut to 40 and raised back to 80 10 ms later (a figure set by mistake
+// and corrected; the fake's stays 80). The window forgot the writes that
+// did not fit 40, and lets that many more go within the second.
+func TestReview9CutThenRaiseThroughTheClient(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stall, cut bool
+	}{
+		{"stall, cut and raise", true, true},
+		{"stall only", true, false},
+		{"cut and raise only", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			most, from, refused := cutRaiseRun(t, tc.stall, tc.cut)
+			t.Logf("%s: %d x 130429; at most %d arrivals in a closed second (from %v)", tc.name, refused, most, from)
+			if refused != 0 || most > 80 {
+				t.Errorf("%d x 130429; %d arrivals in the closed second from %v (the figure 80, cut to 40 for 10 ms at 3.2 s: %v)", refused, most, from, tc.cut)
+			}
+		})
+	}
+}
+
+// cutRaiseRun is one run of TestReview9CutThenRaiseThroughTheClient: it
+// returns the most arrivals in a closed second, when it starts (from the
+// run's start), and the refusals.
+func cutRaiseRun(t *testing.T, stall, cut bool) (most int, from time.Duration, refused int) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 80 * 8
+		srv := cloudapitest.NewServer(t, cloudapitest.WithHistory(n+10))
+		start := time.Now()
+		var tr http.RoundTripper = srv.Client().Transport
+		if stall {
+			tr = &stallOnce{inner: tr, from: start.Add(2 * time.Second), to: start.Add(2500 * time.Millisecond)}
+		}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut {
+			go func() {
+				time.Sleep(3200 * time.Millisecond)
+				if err := c.Number(number).SetMPSAt(time.Now(), 40); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+				if err := c.Number(number).SetMPSAt(time.Now(), 80); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, _ = c.Send(t.Context(), number, cloudapi.Text(fmt.Sprintf("+2376950%06d", i), "hi"))
+			})
+		}
+		wg.Wait()
+		m, f := mostInAClosedSecond(wholeAt(srv), time.Time{})
+		most, from, refused = m, f.Sub(start), srv.Count(errcodes.ThroughputLimit)
+	})
+	return most, from, refused
+}
