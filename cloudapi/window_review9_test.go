@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,3 +322,85 @@ func cutRaiseRun(t *testing.T, stall, cut bool) (most int, from time.Duration, r
 	})
 	return most, from, refused
 }
+
+// Review 9, held: HTTP/2 over TLS on real sockets (the fake's handler
+// behind an httptest TLS server with HTTP/2), 80 msg/s, 400 sends, the
+// transport stalled 300 ms at 1 s and again at 3 s: the bunches meet the
+// window, and sends that wait for it outside the request end their
+// stream, not their connection. Checked: every send accepted once, no
+// 130429, no closed second at the fake over 80 (the fake stamps in its
+// handler: run it on a quiet machine).
+func TestReview9HTTP2Bunches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets, 5 s")
+	}
+	srv := cloudapitest.NewServer(t, cloudapitest.WithHistory(1000))
+	ts := httptest.NewUnstartedServer(srv)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	hc := ts.Client()
+	start := time.Now()
+	var tr http.RoundTripper = &wallStall{inner: hc.Transport, at: []time.Time{start.Add(time.Second), start.Add(3 * time.Second)}, d: 300 * time.Millisecond}
+	var h2 atomic.Int64
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(ts.URL), cloudapi.WithHTTPClient(&http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+		res, err := tr.RoundTrip(r)
+		if err == nil && res.ProtoMajor == 2 {
+			h2.Add(1)
+		}
+		return res, err
+	})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for i := range n {
+		wg.Go(func() {
+			if _, err := c.Send(t.Context(), number, cloudapi.Text(fmt.Sprintf("+2376960%06d", i), "hi")); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got := received(srv)
+	most, from := mostInAClosedSecond(wholeAt(srv), time.Time{})
+	t.Logf("%d answers over HTTP/2; %d recipients received; most in a closed second %d (from %v); %d failed", h2.Load(), len(got), most, from.Sub(start), failed.Load())
+	if h2.Load() == 0 {
+		t.Fatal("no answer over HTTP/2")
+	}
+	if f := failed.Load(); f != 0 {
+		t.Errorf("%d sends failed", f)
+	}
+	for to, k := range got {
+		if k != 1 {
+			t.Errorf("%s received %d times", to, k)
+		}
+	}
+	if refused := srv.Count(errcodes.ThroughputLimit); refused != 0 || most > 80 {
+		t.Errorf("%d x 130429, %d in a closed second", refused, most)
+	}
+}
+
+// wallStall holds every request made in [a, a+d) for an a in at until
+// a+d, on the real clock.
+type wallStall struct {
+	inner http.RoundTripper
+	at    []time.Time
+	d     time.Duration
+}
+
+func (s *wallStall) RoundTrip(r *http.Request) (*http.Response, error) {
+	now := time.Now()
+	for _, a := range s.at {
+		if !now.Before(a) && now.Before(a.Add(s.d)) {
+			time.Sleep(a.Add(s.d).Sub(now))
+		}
+	}
+	return s.inner.RoundTrip(r)
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
