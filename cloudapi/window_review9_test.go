@@ -3,8 +3,11 @@
 package cloudapi_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,6 +20,8 @@ import (
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/writemark"
+	"github.com/wapace/wapace/internal/writewindow"
+	"github.com/wapace/wapace/throughput"
 )
 
 // stallOnce holds every request made in [from, from+d) until from+d, on
@@ -404,3 +409,124 @@ func (s *wallStall) RoundTrip(r *http.Request) (*http.Response, error) {
 type rtFunc func(*http.Request) (*http.Response, error)
 
 func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// probeWindow asks the number's window of writes for up to limit leaves
+// at now, dropping each, and returns how many it gave at once: limit
+// when no leave is held and no write counted in the last second.
+func probeWindow(l *throughput.Limiter, now time.Time) int {
+	let := writewindow.Let.(func(*throughput.Limiter, time.Time) (writewindow.Ticket, time.Duration))
+	var ks []writewindow.Ticket
+	defer func() {
+		for _, k := range ks {
+			k.Drop()
+		}
+	}()
+	for range l.PerSecond() {
+		k, _ := let(l, now)
+		if k == nil {
+			break
+		}
+		ks = append(ks, k)
+	}
+	return len(ks)
+}
+
+// Review 9, liveness: every path through the check gives its leave back
+// or reports it. On simulated time, at 80 msg/s, a stall bunches the sends
+// so that the window is full and sends wait for it, inside and outside
+// their requests, while: a quarter of them are cancelled, a quarter carry
+// a deadline that the wait passes, a tenth have a write mark that fails,
+// a tenth a fence that refuses; a tenth go through a transport that reads
+// the body and fails without a write, a tenth one that asks GetBody again
+// after reading the body. Two seconds after the last send ended, the
+// window must give all 80 leaves at once (a leave never given back would
+// hold its room for ever).
+func TestReview9EveryPathGivesItsLeaveBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 400
+		srv := cloudapitest.NewServer(t, cloudapitest.WithHistory(n+10))
+		start := time.Now()
+		stall := &stallOnce{inner: misbehave{srv.Client().Transport}, from: start.Add(time.Second), to: start.Add(1600 * time.Millisecond)}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: stall}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := map[cloudapi.SendState]int{}
+		sample := map[cloudapi.SendState]string{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				ctx := t.Context()
+				m := cloudapi.Text(fmt.Sprintf("+2376970%05d%d", i, i%10), "hi")
+				switch {
+				case i%4 == 1:
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(1000+i*5)*time.Millisecond)
+					defer cancel()
+				case i%4 == 2:
+					m.ExpiresAt = start.Add(time.Duration(1000+i*5) * time.Millisecond)
+				}
+				switch i % 10 {
+				case 4:
+					ctx = writemark.With(ctx, func(context.Context, string) error { return errors.New("mark refused") })
+				case 5:
+					ctx = writemark.WithFence(ctx, func(string) error { return errors.New("fence refused") })
+				case 6:
+					ctx = writemark.With(ctx, func(context.Context, string) error {
+						time.Sleep(30 * time.Millisecond)
+						return nil
+					})
+				}
+				_, err := c.Send(ctx, number, m)
+				mu.Lock()
+				states[cloudapi.StateOf(err)]++
+				if err != nil && sample[cloudapi.StateOf(err)] == "" {
+					sample[cloudapi.StateOf(err)] = err.Error()
+				}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		time.Sleep(2 * time.Second)
+		got := probeWindow(c.Number(number), time.Now())
+		t.Logf("%d requests; states %v (e.g. %q); %d x 130429; the window gives %d of 80 leaves at once", stall.n.Load(), states, sample, srv.Count(errcodes.ThroughputLimit), got)
+		if got != 80 {
+			t.Errorf("2 s after the last send, the window gives %d leaves at once, want 80: %d leaves never given back", got, 80-got)
+		}
+	})
+}
+
+// misbehave reads each request's body first (the write-time check runs
+// then, and the window's leave is taken), and by the recipient's last
+// digit: 1 fails without writing anything; 2 asks GetBody for another
+// body (refused: errResend); the others go through with the bytes read.
+type misbehave struct{ inner http.RoundTripper }
+
+func (m misbehave) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil {
+		return m.inner.RoundTrip(r)
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	digit := byte(0)
+	if i := bytes.Index(b, []byte(`"to":"`)); i >= 0 {
+		if j := bytes.IndexByte(b[i+6:], '"'); j > 0 {
+			digit = b[i+6+j-1]
+		}
+	}
+	switch digit {
+	case '1': // read, then fail: nothing written
+		return nil, errors.New("review9: transport failed after reading the body")
+	case '2': // read, then read again
+		if _, err := r.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(b))
+	r2.GetBody = nil
+	return m.inner.RoundTrip(r2)
+}
