@@ -530,3 +530,65 @@ func (m misbehave) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2.GetBody = nil
 	return m.inner.RoundTrip(r2)
 }
+
+// Review 9, held: a send that waits for the window outside its request
+// (errWaitOutside) goes again in a new request of the same attempt, its
+// write mark made once. On simulated time, 80 msg/s, 640 sends with a
+// write mark that counts its calls by key, a stall of 500 ms at 2 s:
+// some requests end in the check (more requests than sends); every send
+// accepted in one attempt, marked once, received once.
+func TestReview9WaitOutsideMarksOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 640
+		srv := cloudapitest.NewServer(t, cloudapitest.WithHistory(n+10))
+		start := time.Now()
+		tr := &stallOnce{inner: srv.Client().Transport, from: start.Add(2 * time.Second), to: start.Add(2500 * time.Millisecond)}
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithBaseURL(cloudapitest.BaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		marks := map[string]int{}
+		ctx := writemark.With(t.Context(), func(_ context.Context, key string) error {
+			mu.Lock()
+			marks[key]++
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			return nil
+		})
+		res := make([]*cloudapi.Result, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				res[i], errs[i] = c.Send(ctx, number, cloudapi.Text(fmt.Sprintf("+2376980%06d", i), "hi"))
+			})
+		}
+		wg.Wait()
+		if made := tr.n.Load(); made <= n {
+			t.Fatalf("%d requests for %d sends: no request ended in the check (the scenario did not happen)", made, n)
+		} else {
+			t.Logf("%d requests for %d sends", made, n)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("send %d: %v", i, err)
+			} else if res[i].Attempts != 1 {
+				t.Errorf("send %d: %d attempts", i, res[i].Attempts)
+			}
+		}
+		for key, k := range marks {
+			if k != 1 {
+				t.Errorf("key %s marked %d times", key, k)
+			}
+		}
+		if len(marks) != n {
+			t.Errorf("%d keys marked, want %d", len(marks), n)
+		}
+		for to, k := range received(srv) {
+			if k != 1 {
+				t.Errorf("%s received %d times", to, k)
+			}
+		}
+	})
+}
