@@ -34,10 +34,12 @@ import (
 //
 // A stall of the sender makes the sends due in it go together, late;
 // about a second later the window is full, and the sends then due wait
-// until that bunch leaves it, going together in turn: the bunch comes
-// back each second, smaller each time by the 1 % of the figure the
-// bucket leaves free (see split), until it is gone. No second holds more
-// than the figure meanwhile.
+// until that bunch leaves it. Were they all told that instant they would
+// go together in turn, a bunch back every second (for over a minute at
+// 80 msg/s, the bucket leaving 1 % of the figure free to absorb it), each
+// 5 ms from a 130429 at Meta if its arrivals spread more. So the window
+// tells the writes it refuses instants a second's share apart, from when
+// its room comes: they go spaced, as the bucket would have spaced them.
 //
 // What the window cannot see is the time from the bytes being out to
 // Meta's count: windowJitter is allowed for its spread (half an interval
@@ -69,26 +71,34 @@ type window struct {
 	head, n int
 	last    int64 // the latest instant in at
 	now     int64 // the latest instant decided or pruned at
+	room    int64 // the instant after the last one told to a refused write (see let)
 }
 
 // windowSpan is the span of writes the window keeps within its limit.
 const windowSpan = time.Second + windowJitter
 
-// setLimit sets the writes a span may hold. The ring keeps the newest
-// instants that fit (a cut keeps the window full for longer: safe).
+// setLimit sets the writes a span may hold. The ring keeps every instant
+// it holds (after a cut it may hold more than the new limit, until they
+// leave): an instant dropped early would let a raise that follows put
+// more than the figure into a second.
 func (w *window) setLimit(limit int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.limit = limit
-	if len(w.at) == limit {
+	w.resize(max(limit, w.n))
+}
+
+// resize gives the ring room for size instants, keeping those it holds
+// (size >= w.n). Called with w.mu held.
+func (w *window) resize(size int) {
+	if len(w.at) == size {
 		return
 	}
-	at := make([]int64, limit)
-	keep := min(w.n, limit)
-	for i := range keep {
-		at[i] = w.at[(w.head+w.n-keep+i)%len(w.at)]
+	at := make([]int64, size)
+	for i := range w.n {
+		at[i] = w.at[(w.head+i)%len(w.at)]
 	}
-	w.at, w.head, w.n = at, 0, keep
+	w.at, w.head = at, 0
 }
 
 // prune drops the instants before t - windowSpan, t at least the latest
@@ -108,10 +118,15 @@ func (w *window) prune(t int64) int64 {
 }
 
 // let lets a write asked at t go if the window has room, or returns how
-// long from t until an instant leaves it (the room is taken by another
-// let then, or not: the caller asks again). With every one of the limit
-// let go and not reported, no instant is known: it returns an interval of
-// a second's share, to ask again then.
+// long from t until the instant it is told to ask again at: when enough
+// instants have left the window for it, and a second's share after the
+// instant told to the write refused before it. The writes that bunched
+// after a stall leave the window together, and waiters all told that
+// instant would go together in turn, a bunch back every second. (The
+// instants told hold no place: a write that asks in between may take the
+// room, and the waiter is told a later instant.) With every one of the
+// limit let go and not reported, no instant is known: it returns a
+// second's share, to ask again then.
 func (w *window) let(t int64) (*windowTicket, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -121,12 +136,14 @@ func (w *window) let(t int64) (*windowTicket, time.Duration) {
 		w.pending++
 		return &windowTicket{w: w, from: c}, 0
 	}
+	spacing := max(time.Second/time.Duration(max(w.limit, 1)), time.Microsecond)
 	k := held - w.limit + 1 // instants that must leave first
 	if k > w.n {
-		return nil, max(time.Second/time.Duration(max(w.limit, 1)), time.Microsecond)
+		return nil, spacing
 	}
-	leaves := sat.Add(w.at[(w.head+k-1)%len(w.at)], int64(windowSpan)+1)
-	return nil, time.Duration(max(leaves-t, 1))
+	room := max(sat.Add(w.at[(w.head+k-1)%len(w.at)], int64(windowSpan)+1), w.room)
+	w.room = sat.Add(room, int64(spacing))
+	return nil, time.Duration(max(room-t, 1))
 }
 
 // wrote records a write let go at from as written at t (from at least),
@@ -140,12 +157,10 @@ func (w *window) wrote(from, t int64) {
 	t = w.prune(max(t, from, w.last))
 	w.last = t
 	if w.n == len(w.at) {
-		// Full: the oldest leaves early. The ring holds limit instants,
-		// and a write was let go only while fewer than limit were held,
-		// so this happens only after a cut (setLimit): the newest are
-		// the ones that keep the window closed longest.
-		w.head = (w.head + 1) % len(w.at)
-		w.n--
+		// A write was let go only while fewer than limit were held, so
+		// the ring is full only after a cut (setLimit) let it hold more
+		// than the limit: it grows rather than forget an instant.
+		w.resize(max(2*len(w.at), 1))
 	}
 	w.at[(w.head+w.n)%len(w.at)] = t
 	w.n++

@@ -1,5 +1,3 @@
-//go:build review9
-
 package throughput
 
 import (

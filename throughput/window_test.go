@@ -1,6 +1,7 @@
 package throughput
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 	"time"
@@ -86,8 +87,9 @@ func TestWindowCountsAWriteFromItsLetAtLeast(t *testing.T) {
 	}
 }
 
-// A cut keeps the newest instants, and holds the writes until enough
-// have left; a raise lets more through at once.
+// A cut keeps every instant, and holds the writes until enough have
+// left (8 of 10, for the 3 the cut allows); a raise lets more through
+// while the instants held and the writes pending are fewer than it.
 func TestWindowFollowsTheLimit(t *testing.T) {
 	w := &window{}
 	w.setLimit(10)
@@ -97,55 +99,68 @@ func TestWindowFollowsTheLimit(t *testing.T) {
 	w.setLimit(3)
 	k, wait := w.let(20)
 	if k != nil || wait != windowSpan+1+7-20 {
-		t.Errorf("after a cut to 3: ticket %v, wait %v; want none until the oldest of the 3 kept leaves (%v)", k != nil, wait, windowSpan+1+7-20)
+		t.Errorf("after a cut to 3: ticket %v, wait %v; want none until the 8th of the 10 held leaves (%v)", k != nil, wait, windowSpan+1+7-20)
 	}
 	w.setLimit(12)
 	letAt(t, w, 20)
-	if k, _ := w.let(21); k == nil {
-		t.Error("after a raise to 12 with 3 kept and 1 pending: refused")
+	letAt(t, w, 21)
+	if k, _ := w.let(22); k != nil {
+		t.Error("after a raise to 12 with 10 held and 2 pending: let a 13th through")
 	}
 }
 
-// windowModel is the window's promise, checked on the instants written
-// alone: any span of windowSpan (closed) holds at most limit of them.
-func windowModel(written []int64, limit int) (at int64, most int) {
-	s := slices.Clone(written)
-	slices.Sort(s)
-	j := 0
-	for i := range s {
-		for s[i]-s[j] > int64(windowSpan) {
-			j++
-		}
-		if n := i - j + 1; n > most {
-			most, at = n, s[j]
-		}
-	}
-	return at, most
+// written is one write the property test reported: its instant, and the
+// window's limit when it was let through.
+type written struct {
+	at    int64
+	limit int
 }
 
-// Any sequence of lets, reports and drops, the lets asked at instants a
-// little before the present and out of order (callers read the time
-// before they lock), with writes reported in any order at the present or
-// later (a write happens after its let, and after any let before it):
-// no span holds more than the limit
-// of written instants; a refusal names a wait after which, with nothing
-// else done, the write is let through (unless every write held is
-// pending); and the pending count is what the model says.
+// windowModel is the window's promise, checked on the writes alone: any
+// span of windowSpan (closed) holds at most as many as the highest limit
+// in force when one of them was let through (the limit of the last let,
+// which counted all the others).
+func windowModel(ws []written) (at int64, most, limit int) {
+	s := slices.Clone(ws)
+	slices.SortFunc(s, func(a, b written) int { return cmp.Compare(a.at, b.at) })
+	for j := range s {
+		hi := 0
+		for i := j; i < len(s) && s[i].at-s[j].at <= int64(windowSpan); i++ {
+			hi = max(hi, s[i].limit)
+			if n := i - j + 1; n > hi && n-hi > most-limit {
+				at, most, limit = s[j].at, n, hi
+			}
+		}
+	}
+	return at, most, limit
+}
+
+// Any sequence of lets, reports, drops and changes of the limit (cuts
+// and raises), the lets asked at instants a little before the present and
+// out of order (callers read the time before they lock), with writes
+// reported in any order at the present or up to 50 ms later, which then
+// becomes the present (a write happens after its let, and after any let
+// before it; a report reads the time): no span holds more writes than
+// the highest limit any of them was let under; a refusal names a wait
+// after which, with nothing else done, the write is let through (unless
+// the writes pending alone fill the limit); and the pending count is what
+// the model says.
 func TestWindowPropertyNoSpanOverTheLimit(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		limit := rapid.IntRange(1, 8).Draw(t, "limit")
 		w := &window{}
 		w.setLimit(limit)
 		var (
-			now     int64
-			open    []*windowTicket
-			lets    []int64 // of the open tickets
-			written []int64
+			now  int64
+			open []*windowTicket
+			lets []int64 // of the open tickets
+			lims []int   // the limit each open ticket was let under
+			done []written
 		)
-		step := rapid.Int64Range(0, int64(300*time.Millisecond))
-		for range rapid.IntRange(1, 120).Draw(t, "ops") {
+		step := rapid.Int64Range(0, int64(60*time.Millisecond))
+		for range rapid.IntRange(1, 150).Draw(t, "ops") {
 			now += step.Draw(t, "advance")
-			switch op := rapid.IntRange(0, 3).Draw(t, "op"); {
+			switch op := rapid.IntRange(0, 4).Draw(t, "op"); {
 			case op <= 1: // let, at an instant read a little before
 				at := now - rapid.Int64Range(0, int64(30*time.Millisecond)).Draw(t, "skew")
 				k, wait := w.let(at)
@@ -155,34 +170,65 @@ func TestWindowPropertyNoSpanOverTheLimit(t *testing.T) {
 					}
 					if len(open) < limit {
 						// Not every write held is pending: the wait ends
-						// when one leaves.
+						// when enough have left.
 						now = max(now, at+int64(wait))
 						if k2, wait2 := w.let(now); k2 == nil {
 							t.Fatalf("refused at %v, wait %v; refused again after it (wait %v), with %d pending of %d", time.Duration(at), wait, wait2, len(open), limit)
 						} else {
-							open, lets = append(open, k2), append(lets, now)
+							open, lets, lims = append(open, k2), append(lets, now), append(lims, limit)
 						}
 					}
 					continue
 				}
-				open, lets = append(open, k), append(lets, at)
+				open, lets, lims = append(open, k), append(lets, at), append(lims, limit)
 			case op == 2 && len(open) > 0: // a report, of any open ticket, from now on
 				i := rapid.IntRange(0, len(open)-1).Draw(t, "which")
 				wt := now + rapid.Int64Range(0, int64(50*time.Millisecond)).Draw(t, "late")
 				open[i].Wrote(time.Unix(0, wt))
-				written = append(written, wt)
-				open, lets = slices.Delete(open, i, i+1), slices.Delete(lets, i, i+1)
+				now = wt // a report reads the present: nothing after it is earlier
+				done = append(done, written{wt, lims[i]})
+				open, lets, lims = slices.Delete(open, i, i+1), slices.Delete(lets, i, i+1), slices.Delete(lims, i, i+1)
 			case op == 3 && len(open) > 0:
 				i := rapid.IntRange(0, len(open)-1).Draw(t, "which")
 				open[i].Drop()
-				open, lets = slices.Delete(open, i, i+1), slices.Delete(lets, i, i+1)
+				open, lets, lims = slices.Delete(open, i, i+1), slices.Delete(lets, i, i+1), slices.Delete(lims, i, i+1)
+			case op == 4: // a cut or a raise (SetMPSAt)
+				limit = rapid.IntRange(1, 8).Draw(t, "new limit")
+				w.setLimit(limit)
 			}
 			if w.pending != len(open) {
 				t.Fatalf("pending %d, want %d", w.pending, len(open))
 			}
 		}
-		if at, most := windowModel(written, limit); most > limit {
-			t.Fatalf("%d writes in the span from %v, limit %d: %v", most, time.Duration(at), limit, written)
+		if at, most, lim := windowModel(done); most > lim {
+			t.Fatalf("%d writes in the span from %v, let under limits of %d at most: %v", most, time.Duration(at), lim, done)
 		}
 	})
+}
+
+// Writes refused by a full window are told instants a second's share
+// apart, even when the instants they wait for leave together (a bunch
+// after a stall), and the first goes at its instant.
+func TestWindowSpacesTheWritesItRefuses(t *testing.T) {
+	w := &window{}
+	w.setLimit(4)
+	for range 4 {
+		letAt(t, w, 0).Wrote(time.Unix(0, 0)) // a bunch
+	}
+	spacing := time.Second / 4
+	var told []time.Duration
+	for range 3 {
+		k, wait := w.let(10)
+		if k != nil {
+			t.Fatal("a full window let a write through")
+		}
+		told = append(told, wait+10)
+	}
+	want := []time.Duration{windowSpan + 1, windowSpan + 1 + spacing, windowSpan + 1 + 2*spacing}
+	if !slices.Equal(told, want) {
+		t.Errorf("told %v, want %v", told, want)
+	}
+	if k, _ := w.let(int64(told[0])); k == nil {
+		t.Error("the first waiter, at its instant, refused")
+	}
 }
