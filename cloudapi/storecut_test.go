@@ -2,7 +2,6 @@ package cloudapi_test
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -64,26 +63,8 @@ func TestCutWithAStoreTakesWaitingSlotsAgain(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		var after []time.Time
-		for _, r := range srv.Requests() {
-			if !r.At.Before(cut.Add(time.Second)) {
-				after = append(after, r.At)
-			}
-		}
-		slices.SortFunc(after, time.Time.Compare)
-		most, from := 0, time.Duration(0)
-		for i, a := range after {
-			n := 0
-			for _, b := range after[i:] {
-				if b.After(a.Add(time.Second)) {
-					break
-				}
-				n++
-			}
-			if n > most {
-				most, from = n, a.Sub(start)
-			}
-		}
+		most, at := mostInASecond(srv, cut.Add(time.Second))
+		from := at.Sub(start)
 		if most > throughput.Default {
 			t.Errorf("%d sends in the second from +%v, a second or more after both Clients cut the number to 80 msg/s", most, from)
 		}

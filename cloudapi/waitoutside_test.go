@@ -46,6 +46,27 @@ func lateFirst(inner http.RoundTripper, delay time.Duration) *onFirst {
 	return &onFirst{inner: inner, first: func() { time.Sleep(delay) }}
 }
 
+// onSockets starts a cloudapitest server on a real socket and a Client
+// for it whose requests go through wrap's RoundTripper, in front of a
+// transport of its own, with the request Timeout given (0: the
+// Client's default) and opts.
+func onSockets[T http.RoundTripper](t *testing.T, wrap func(http.RoundTripper) T, timeout time.Duration, opts ...cloudapi.Option) (*cloudapitest.Server, T, *cloudapi.Client) {
+	t.Helper()
+	srv := cloudapitest.NewServer(t)
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	tr := wrap(inner)
+	c, err := cloudapi.New(secretToken, append([]cloudapi.Option{cloudapi.WithBaseURL(srv.URL()),
+		cloudapi.WithHTTPClient(&http.Client{Timeout: timeout, Transport: tr})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, tr, c
+}
+
+// late100 is lateFirst with 100 ms, as onSockets takes it.
+func late100(inner http.RoundTripper) *onFirst { return lateFirst(inner, 100*time.Millisecond) }
+
 // TestReview8TimeoutInTheCheckIsNotSubmitted: review 8 found, on the wall clock
 // (3,000 sends cut from 1,000 to 80 msg/s, beside a CPU hog), sends
 // ending submitted_unknown that Meta never received. A send found late by
@@ -81,15 +102,7 @@ func TestReview8TimeoutInTheCheckIsNotSubmitted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets, a second")
 	}
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := lateFirst(inner, 100*time.Millisecond)
-	hc := &http.Client{Timeout: 200 * time.Millisecond, Transport: tr}
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(hc), cloudapi.WithStore(newSharedStore()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, tr, c := onSockets(t, late100, 200*time.Millisecond, cloudapi.WithStore(newSharedStore()))
 	errs := make([]error, 80)
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -342,14 +355,7 @@ func TestCancelWhileWaitingOutsideIsNotSubmitted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets, a second")
 	}
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := lateFirst(inner, 100*time.Millisecond)
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: tr}), cloudapi.WithStore(newSharedStore()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, c := onSockets(t, late100, 0, cloudapi.WithStore(newSharedStore()))
 	ctx0, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	time.AfterFunc(400*time.Millisecond, cancel)
@@ -387,14 +393,7 @@ func TestHoldMetInTheCheckWaitsOutsideTheRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets, half a second")
 	}
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := &onFirst{inner: inner}
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Timeout: 200 * time.Millisecond, Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, tr, c := onSockets(t, func(inner http.RoundTripper) *onFirst { return &onFirst{inner: inner} }, 200*time.Millisecond)
 	tr.first = func() { c.Number(number).Hold(time.Now(), 500*time.Millisecond, 500*time.Millisecond) }
 	start := time.Now()
 	res, err := c.Send(t.Context(), number, cloudapi.Text("+237690000001", "hi"))

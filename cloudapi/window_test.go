@@ -43,14 +43,7 @@ func (s *stalled) RoundTrip(r *http.Request) (*http.Response, error) {
 // context. It returns the sends' errors, the server and the transport.
 func windowRun(t *testing.T, n int, stall, timeout time.Duration, ctxOf func(int) context.Context) ([]error, *cloudapitest.Server, *stalled) {
 	t.Helper()
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := &stalled{inner: inner, stall: stall}
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Timeout: timeout, Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, tr, c := onSockets(t, func(inner http.RoundTripper) *stalled { return &stalled{inner: inner, stall: stall} }, timeout)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -100,14 +93,7 @@ func TestLateSendKeepsItsSlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets, a second")
 	}
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := lateFirst(inner, 100*time.Millisecond)
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Timeout: 200 * time.Millisecond, Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, tr, c := onSockets(t, late100, 200*time.Millisecond)
 	res := make([]*cloudapi.Result, 80)
 	errs := make([]error, 80)
 	var wg sync.WaitGroup
@@ -226,17 +212,10 @@ func TestLatePastItsDeadlineIsNotSent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets")
 	}
-	srv := cloudapitest.NewServer(t)
-	inner := &http.Transport{}
-	t.Cleanup(inner.CloseIdleConnections)
-	tr := lateFirst(inner, 100*time.Millisecond)
-	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithHTTPClient(&http.Client{Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, c := onSockets(t, late100, 0)
 	m := cloudapi.Text("+237693000001", "your code expires")
 	m.ExpiresAt = time.Now().Add(50 * time.Millisecond)
-	_, err = c.Send(t.Context(), number, m)
+	_, err := c.Send(t.Context(), number, m)
 	var bp *cloudapi.BackpressureError
 	if !errors.As(err, &bp) {
 		t.Errorf("got %v (%v), want a *BackpressureError", err, cloudapi.StateOf(err))
