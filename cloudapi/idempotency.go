@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/wapace/wapace/internal/instant"
 )
 
 // Defaults of the idempotency memory (WithIdempotencyMemory).
@@ -19,7 +21,7 @@ type sent struct {
 	result   *Result
 	err      error
 	attempts int
-	at       int64 // unix ns, for the age bound
+	at       int64 // on the memory's scale (sc), for the age bound
 }
 
 // idemMemory remembers the keys a Client sent, bounded in entries and age:
@@ -34,6 +36,7 @@ type sent struct {
 type idemMemory struct {
 	max int
 	age time.Duration
+	sc  instant.Scale // the Client clock's: a step of the wall clock ages no key
 
 	mu       sync.Mutex           // protects the fields below
 	m        map[string]idemEntry // by key
@@ -90,7 +93,7 @@ func (im *idemMemory) inFlightAt(i int) bool {
 func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, first *sent, conflict, ok, full bool) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	im.expire(now.UnixNano())
+	im.expire(im.sc.Nanos(now))
 	printOf := func(i int) string {
 		if prints == nil {
 			return ""
@@ -99,7 +102,7 @@ func (im *idemMemory) claim(now time.Time, keys, prints []string) (dup int, firs
 	}
 	for i, k := range keys {
 		if e, seen := im.m[k]; seen {
-			if e.rec == nil || now.UnixNano()-e.rec.at < int64(im.age) {
+			if e.rec == nil || im.sc.Nanos(now)-e.rec.at < int64(im.age) {
 				return i, e.rec, e.print != printOf(i), false, false
 			}
 			delete(im.m, k) // aged out behind an older send still in progress
@@ -139,7 +142,7 @@ func (im *idemMemory) record(now time.Time, key string, s sent) {
 		if e.rec == nil {
 			im.inFlight--
 		}
-		s.at = now.UnixNano()
+		s.at = im.sc.Nanos(now)
 		e.rec = &s
 		im.m[key] = e
 	}

@@ -32,7 +32,7 @@ func TestBSUIDPairPacedLikePhonePair(t *testing.T) {
 		for _, n := range []int{1, 3} {
 			ra := a.ReserveN(t0.Add(at), bs, n)
 			rb := b.ReserveN(t0.Add(at), ph, n)
-			if !ra.OK() || ra.TimeToAct() != rb.TimeToAct() {
+			if !ra.OK() || !ra.TimeToAct().Equal(rb.TimeToAct()) {
 				t.Errorf("step %d n=%d: BSUID acts at %v, phone at %v", i, n, ra.TimeToAct().Sub(t0), rb.TimeToAct().Sub(t0))
 			}
 		}

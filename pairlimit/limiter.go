@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
@@ -162,6 +164,19 @@ func (l *Limiter) setup(p Policy, opts []Option) {
 	l.ready.Store(true)
 }
 
+// scale is how the Limiter turns instants into the nanoseconds of its
+// reservations: its memory store's (the monotonic clock's, on the real
+// clock), or the wall clock's with another Store.
+func (l *Limiter) scale() *instant.Scale {
+	if l.mem != nil {
+		return &l.mem.sc
+	}
+	return &wallClock
+}
+
+// wallClock is the zero Scale, the wall clock's.
+var wallClock instant.Scale
+
 // init makes a zero Limiter usable.
 func (l *Limiter) init() {
 	if l.ready.Load() {
@@ -231,7 +246,7 @@ func (l *Limiter) ReadyAt(t time.Time, p Pair, n int) (time.Time, error) {
 		return time.Time{}, err
 	}
 	if l.mem != nil {
-		return time.Unix(0, l.mem.next(p, t.UnixNano())), nil
+		return l.mem.sc.Time(l.mem.next(p, l.mem.sc.Nanos(t))), nil
 	}
 	at, err := l.store.Next(context.Background(), p, t)
 	if err != nil {
@@ -278,7 +293,7 @@ func (l *Limiter) ReserveN(t time.Time, p Pair, n int) (r Reservation) {
 	// its number (first or last used), whose Due fits its slot before and
 	// after. Anything else takes reserveLocked, the general path. It
 	// applies State.Reserve exactly, as the general path does.
-	at, cost := t.UnixNano(), l.cost(n)
+	at, cost := m.sc.Nanos(t), l.cost(n)
 	h := m.hash(p.from, p.to)
 	sh := &m.shards[h>>(64-shardBits)]
 	hb := h << shardBits
@@ -357,7 +372,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, p Pair, n int, maxWa
 		err error
 	)
 	if l.mem != nil {
-		tk, ok = l.mem.reserve(p, t.UnixNano(), l.cost(n), maxWait)
+		tk, ok = l.mem.reserve(p, l.mem.sc.Nanos(t), l.cost(n), maxWait)
 	} else {
 		tk, ok, err = l.store.Reserve(ctx, p, t, l.cost(n), maxWait)
 		if err != nil {
@@ -397,7 +412,7 @@ func (l *Limiter) WaitN(ctx context.Context, p Pair, n int) error {
 	}
 	r := l.reserve(ctx, now, p, n, maxWait)
 	if r.err == errTooLate {
-		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
+		return fmt.Errorf("pairlimit: %v must wait %v: %w", p, time.Duration(r.tk.Act-l.scale().Nanos(now)), backoff.ErrDeadline)
 	}
 	if r.err != nil {
 		return r.err
@@ -425,7 +440,7 @@ func (l *Limiter) Refused(t time.Time, p Pair) time.Duration {
 		return 0
 	}
 	if l.mem != nil {
-		return l.mem.refuse(p, t.UnixNano(), metaHolds)
+		return l.mem.refuse(p, l.mem.sc.Nanos(t), metaHolds)
 	}
 	d, err := l.store.Refuse(context.Background(), p, t, metaHolds, failMemory)
 	if err != nil {
@@ -442,7 +457,7 @@ func (l *Limiter) Accepted(t time.Time, p Pair) {
 		return
 	}
 	if l.mem != nil {
-		l.mem.accept(p, t.UnixNano())
+		l.mem.accept(p, l.mem.sc.Nanos(t))
 		return
 	}
 	_ = l.store.Accept(context.Background(), p, t) // a lost reset only keeps holds longer
@@ -471,12 +486,17 @@ func (r Reservation) OK() bool { return r.ok }
 func (r Reservation) Err() error { return r.err }
 
 // TimeToAct returns the instant the messages may be sent. It is the zero
-// Time for a reservation that is not OK.
+// Time for a reservation that is not OK. With its own memory store (or
+// one from NewMemoryStore) on the real clock, it carries a monotonic
+// reading, as time.Now's do: the store keeps its instants on the
+// monotonic clock, which a step of the system's wall clock does not move
+// (compare instants with Equal, Before and After, not ==). With another
+// Store they are the wall clock's, the one clock processes share.
 func (r Reservation) TimeToAct() time.Time {
 	if !r.ok {
 		return time.Time{}
 	}
-	return time.Unix(0, r.tk.Act)
+	return r.lim.scale().Time(r.tk.Act)
 }
 
 // Delay is shorthand for DelayFrom(clock.Now()).
@@ -496,7 +516,7 @@ func (r Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
 		return InfDuration
 	}
-	return time.Duration(max(r.tk.Act-t.UnixNano(), 0))
+	return time.Duration(max(r.tk.Act-r.lim.scale().Nanos(t), 0))
 }
 
 // Cancel is shorthand for CancelAt(clock.Now()).
@@ -513,7 +533,11 @@ func (r Reservation) Cancel() {
 // (never less than a 131056 hold applied since). When a later reservation
 // acts after this one's debt, that slot is spent, which errs on the safe
 // side. Cancelling twice, or a reservation that is not OK, changes nothing.
-func (r Reservation) CancelAt(t time.Time) { r.cancel(t.UnixNano()) }
+func (r Reservation) CancelAt(t time.Time) {
+	if r.ok {
+		r.cancel(r.lim.scale().Nanos(t))
+	}
+}
 
 // Refund gives the reservation back whatever the time, because none of its
 // messages counted: Meta refused the first of them (with 131056, 130429 or

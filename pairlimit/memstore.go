@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/benbjohnson/clock"
 
 	"github.com/wapace/wapace/internal/sat"
@@ -49,8 +51,9 @@ import (
 // hash.
 type memoryStore struct {
 	clock  clock.Clock
+	sc     instant.Scale // turns instants into the nanoseconds kept here (internal/instant)
 	seed   uint64
-	_      [40]byte      // read on every call: alone on its cache line
+	_      [8]byte       // the fields above are read on every call: alone on their cache line
 	rot    atomic.Uint32 // the last shard a cross-shard sweep visited
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
 	_      [48]byte      // shards start on a cache line
@@ -165,7 +168,10 @@ func newMemoryStore(c clock.Clock) *memoryStore {
 	if c == nil {
 		c = clock.New()
 	}
-	return &memoryStore{clock: c, seed: rand.Uint64() | 1}
+	// The clock's own scale: on the real clock, its monotonic readings,
+	// which a step of the wall clock does not move. Every Limiter sharing
+	// the store (in this process) converts its instants with it.
+	return &memoryStore{clock: c, sc: instant.Of(c.Now()), seed: rand.Uint64() | 1}
 }
 
 // clockNow reads the store's clock: the real one for a zero memoryStore.
@@ -173,7 +179,7 @@ func (m *memoryStore) clockNow() int64 {
 	if m.clock == nil {
 		return time.Now().UnixNano()
 	}
-	return m.clock.Now().UnixNano()
+	return m.sc.Nanos(m.clock.Now())
 }
 
 // hash returns p's hash: the top bits pick the shard, the next ones the
@@ -882,7 +888,7 @@ func (m *memoryStore) Reserve(_ context.Context, sp pairstore.Pair, t time.Time,
 	if err != nil {
 		return pairstore.Ticket{}, false, err
 	}
-	tk, ok := m.reserve(p, t.UnixNano(), cost, maxWait)
+	tk, ok := m.reserve(p, m.sc.Nanos(t), cost, maxWait)
 	return tk, ok, nil
 }
 
@@ -892,7 +898,7 @@ func (m *memoryStore) Next(_ context.Context, sp pairstore.Pair, t time.Time) (t
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.Unix(0, m.next(p, t.UnixNano())), nil
+	return m.sc.Time(m.next(p, m.sc.Nanos(t))), nil
 }
 
 // Cancel implements [pairstore.Store], failing as Reserve does.
@@ -901,7 +907,7 @@ func (m *memoryStore) Cancel(_ context.Context, sp pairstore.Pair, t time.Time, 
 	if err != nil {
 		return false, err
 	}
-	return m.cancel(p, t.UnixNano(), tk), nil
+	return m.cancel(p, m.sc.Nanos(t), tk), nil
 }
 
 // Refuse implements [pairstore.Store], failing as Reserve does. The
@@ -912,7 +918,7 @@ func (m *memoryStore) Refuse(_ context.Context, sp pairstore.Pair, t time.Time, 
 	if err != nil {
 		return 0, err
 	}
-	return m.refuse(p, t.UnixNano(), holds), nil
+	return m.refuse(p, m.sc.Nanos(t), holds), nil
 }
 
 // Accept implements [pairstore.Store], failing as Reserve does.
@@ -921,7 +927,7 @@ func (m *memoryStore) Accept(_ context.Context, sp pairstore.Pair, t time.Time) 
 	if err != nil {
 		return err
 	}
-	m.accept(p, t.UnixNano())
+	m.accept(p, m.sc.Nanos(t))
 	return nil
 }
 

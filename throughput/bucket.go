@@ -34,7 +34,7 @@ func waitN(ctx context.Context, c clock.Clock, n int, reserveN func(t time.Time,
 		r := reserveN(now, n, maxWait)
 		switch {
 		case r.err == errTooLate:
-			return r, fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-now.UnixNano()), backoff.ErrDeadline)
+			return r, fmt.Errorf("throughput: must wait %v: %w", time.Duration(r.tk.Act-r.ns(now)), backoff.ErrDeadline)
 		case errors.Is(r.err, ErrBurstTooLarge):
 			return r, fmt.Errorf("throughput: %d at once: %w", n, ErrBurstTooLarge)
 		}
@@ -87,6 +87,22 @@ type Reservation struct {
 	movable bool   // SetMPSAt may move it (withMovingReservations, no Store)
 }
 
+// ns is t in the nanoseconds of r's bucket (see memBucket.sc).
+func (r Reservation) ns(t time.Time) int64 {
+	if r.b == nil {
+		return t.UnixNano()
+	}
+	return r.b.sc.Nanos(t)
+}
+
+// time is the instant ns nanoseconds on the scale of r's bucket.
+func (r Reservation) time(ns int64) time.Time {
+	if r.b == nil {
+		return time.Unix(0, ns)
+	}
+	return r.b.sc.Time(ns)
+}
+
 // OK reports whether the limiter can honour the reservation.
 func (r Reservation) OK() bool { return r.ok }
 
@@ -102,12 +118,17 @@ func (r Reservation) Err() error {
 
 // TimeToAct returns when the sends may go (zero if not OK): the instant
 // reserved, as [Limiter.SetMPSAt] has moved it since (only a cloudapi
-// Client's limiters move their reservations).
+// Client's limiters move their reservations). On the real clock without a
+// Store it carries a monotonic reading, as time.Now's do: a Limiter keeps
+// its instants on the monotonic clock, which a step of the system's wall
+// clock does not move (compare instants with Equal, Before and After,
+// not ==). With a Store the instants are the wall clock's, the one clock
+// processes share.
 func (r Reservation) TimeToAct() time.Time {
 	if !r.ok {
 		return time.Time{}
 	}
-	return time.Unix(0, r.act())
+	return r.time(r.act())
 }
 
 // act is the instant of r, moved.
@@ -148,7 +169,7 @@ func (r Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
 		return infDuration
 	}
-	return time.Duration(max(r.act()-t.UnixNano(), 0))
+	return time.Duration(max(r.act()-r.ns(t), 0))
 }
 
 // Delay is shorthand for DelayFrom(clock.Now()).
@@ -168,7 +189,7 @@ func (r Reservation) CancelAt(t time.Time) {
 		return
 	}
 	if r.store == nil {
-		r.b.cancel(t.UnixNano(), r.tk, r.gen)
+		r.b.cancel(r.ns(t), r.tk, r.gen)
 		return
 	}
 	_, _ = r.store.Cancel(context.Background(), r.key, t, r.tk)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/internal/slotmoves"
@@ -289,8 +291,14 @@ func (l *Limiter) setup(mps int, opts []Option) {
 	if l.err != nil {
 		mps = Default // sane figures behind decisions that all fail
 	}
+	if l.opts.store == nil {
+		// In this process alone: the monotonic clock's instants, which a
+		// step of the wall clock does not move (internal/instant). A
+		// Store's are the wall clock's, the one clock processes share.
+		l.b.sc = instant.Of(l.clock.Now())
+	}
 	if l.opts.windowed && l.opts.store == nil {
-		l.win = &window{}
+		l.win = &window{sc: l.b.sc}
 	}
 	l.setLocked(0, mps)
 }
@@ -410,7 +418,7 @@ func (l *Limiter) SetMPSAt(t time.Time, mps int) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setLocked(t.UnixNano(), mps)
+	l.setLocked(l.b.sc.Nanos(t), mps)
 	return nil
 }
 
@@ -445,14 +453,14 @@ func (l *Limiter) HeldUntil() time.Time {
 	if h == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, h)
+	return l.b.sc.Time(h)
 }
 
 // recover lets an adaptively lowered rate recover by t.
 func (l *Limiter) recover(t int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	steps := int(time.Unix(0, t).Sub(l.lastChange) / recoverEvery)
+	steps := int(l.b.sc.Time(t).Sub(l.lastChange) / recoverEvery)
 	if steps > 0 && l.factor < 1 {
 		l.factor = min(1, l.factor+float64(steps)*recoverStep)
 		l.lastChange = l.lastChange.Add(time.Duration(steps) * recoverEvery)
@@ -489,7 +497,7 @@ func (l *Limiter) reserve(ctx context.Context, t time.Time, n int, maxWait time.
 		}
 		return Reservation{err: ErrInvalidCount}
 	}
-	tn := t.UnixNano()
+	tn := l.b.sc.Nanos(t)
 	if l.degraded.Load() {
 		l.recover(tn)
 	}
@@ -543,7 +551,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 	} else {
 		h := held()
 		if t, maxWait, ok = afterHold(h, t, maxWait); !ok {
-			return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: h}}
+			return Reservation{err: errTooLate, b: b, tk: throughputstore.BucketTicket{Act: h}}
 		}
 		cut = b.cuts.Load() // before the decision: a cut during it makes it stale
 		b.mu.Lock()
@@ -558,7 +566,7 @@ func reserveBucket(ctx context.Context, b *memBucket, o options, c clock.Clock, 
 		}
 	}
 	if !ok {
-		return Reservation{err: errTooLate, tk: throughputstore.BucketTicket{Act: tk.Act}}
+		return Reservation{err: errTooLate, b: b, tk: throughputstore.BucketTicket{Act: tk.Act}}
 	}
 	return Reservation{ok: true, b: b, store: o.store, key: o.key, clock: c, tk: tk, at: t, gen: gen, cut: cut, movable: o.movable && o.store == nil}
 }
@@ -611,7 +619,7 @@ func (l *Limiter) Throttled(t time.Time, first, limit time.Duration) time.Durati
 	if first <= 0 || l.err != nil {
 		return 0
 	}
-	tn := t.UnixNano()
+	tn := l.b.sc.Nanos(t)
 	l.mu.Lock()
 	if tn < sat.Add(l.eventEnd, int64(throttleTail)) {
 		// The same event: the rest of its hold, or one interval when the
@@ -646,7 +654,7 @@ func (l *Limiter) Hold(t time.Time, first, limit time.Duration) time.Duration {
 	if first <= 0 || l.err != nil {
 		return 0
 	}
-	tn := t.UnixNano()
+	tn := l.b.sc.Nanos(t)
 	l.mu.Lock()
 	hold := holdAfter(l.maintenance, first, limit)
 	l.maintenance++

@@ -296,11 +296,11 @@ func (l *Limiter) ObserveSend(slot, checked, wrote time.Time) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.late.add(slot.UnixNano(), check, write) {
+	if !l.late.add(l.b.sc.Nanos(slot), check, write) {
 		return
 	}
 	tol, margin, f, w := l.late.figures(l.interval0, l.opts.store != nil)
-	l.retune(checked.UnixNano(), tol, margin, f, w)
+	l.retune(l.b.sc.Nanos(checked), tol, margin, f, w)
 }
 
 // retune moves the tolerance and the margin towards tol and margin (a
@@ -400,7 +400,7 @@ func (l *Limiter) Margin() time.Duration {
 // write-time check gives their slots back and takes new ones after it).
 // With a Store the pause is shared like any hold.
 func (l *Limiter) pause(until time.Time) {
-	u := until.UnixNano()
+	u := l.b.sc.Nanos(until)
 	l.mu.Lock()
 	l.heldUntil = max(l.heldUntil, u)
 	l.mu.Unlock()
@@ -432,7 +432,7 @@ func (l *Limiter) shift(wrote time.Time, d time.Duration) {
 	interval, burst := l.interval, l.burst
 	l.mu.Unlock()
 	d = min(d, maxShift+interval)
-	t := wrote.UnixNano()
+	t := l.b.sc.Nanos(wrote)
 	if l.opts.store == nil {
 		l.b.shift(t, d)
 		return

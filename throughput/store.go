@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )
@@ -55,6 +57,12 @@ func WithStore(s throughputstore.Store, key string) Option {
 // memBucket is the in-memory bucket state behind a Limiter or Budget with
 // no Store: one lock orders and decides every call.
 type memBucket struct {
+	// sc turns instants into the nanoseconds below and back: the
+	// monotonic clock's for a Limiter on the real clock without a Store,
+	// the wall clock's otherwise (internal/instant). Set before the
+	// bucket is shared.
+	sc instant.Scale
+
 	mu       sync.Mutex // protects the fields below
 	s        throughputstore.BucketState
 	seq      uint64

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/internal/writewindow"
@@ -64,6 +66,7 @@ const windowJitter = 5 * time.Millisecond
 
 // window is a Limiter's window of writes.
 type window struct {
+	sc      instant.Scale // the Limiter's (memBucket.sc): the monotonic clock's on the real clock
 	mu      sync.Mutex
 	limit   int     // PerSecond(): the writes any span may hold
 	pending int     // let go, neither reported written nor dropped
@@ -182,7 +185,7 @@ type windowTicket struct {
 
 // Wrote records the write at t: see writewindow.Ticket.
 func (k *windowTicket) Wrote(t time.Time) {
-	k.once.Do(func() { k.w.wrote(k.from, t.UnixNano()) })
+	k.once.Do(func() { k.w.wrote(k.from, k.w.sc.Nanos(t)) })
 }
 
 // Drop forgets the write: see writewindow.Ticket.
@@ -204,7 +207,7 @@ func letWrite(l *Limiter, t time.Time) (writewindow.Ticket, time.Duration) {
 	if l.win == nil {
 		return nil, 0
 	}
-	k, wait := l.win.let(t.UnixNano())
+	k, wait := l.win.let(l.b.sc.Nanos(t))
 	if k == nil {
 		return nil, wait
 	}

@@ -50,14 +50,22 @@ func Of(now time.Time) Scale {
 }
 
 // Monotonic reports whether s counts on the monotonic clock.
-func (s Scale) Monotonic() bool { return s.ns != 0 }
+func (s *Scale) Monotonic() bool { return s.ns != 0 }
 
 // Nanos returns t in nanoseconds on s: the anchor's wall reading plus the
 // time from the anchor to t, on the monotonic clock when t has a reading
 // of it; UnixNano otherwise. An instant too far from the anchor for a
 // Duration sticks at the end of the int64 range.
-func (s Scale) Nanos(t time.Time) int64 {
-	if s.ns == 0 || t == t.Round(0) {
+func (s *Scale) Nanos(t time.Time) int64 {
+	if s.ns == 0 {
+		return t.UnixNano() // inlined: the wall clock costs what it did
+	}
+	return s.fromAnchor(t)
+}
+
+// fromAnchor is Nanos on a monotonic Scale.
+func (s *Scale) fromAnchor(t time.Time) int64 {
+	if t == t.Round(0) { // Round(0) strips only the monotonic reading
 		return t.UnixNano()
 	}
 	return sat.Add(s.ns, int64(t.Sub(s.anchor)))
@@ -66,7 +74,7 @@ func (s Scale) Nanos(t time.Time) int64 {
 // Time returns the instant ns nanoseconds on s: for a monotonic Scale, one
 // with a monotonic reading (so that Sub and comparisons with the clock's
 // own readings use it), whose wall reading is ns.
-func (s Scale) Time(ns int64) time.Time {
+func (s *Scale) Time(ns int64) time.Time {
 	if s.ns == 0 {
 		return time.Unix(0, ns)
 	}

@@ -1,0 +1,86 @@
+package cloudapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wapace/wapace/cloudapi"
+	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/internal/clocktest"
+	"github.com/wapace/wapace/throughput"
+)
+
+// TestAStepOfTheWallClockOnTheWire: 480 sends queued at 80 msg/s over
+// loopback HTTP, while the system's wall clock is stepped forward by 2 s
+// two seconds in, and back by 5 s two seconds later (clocktest.Stepped:
+// the Client reads the stepped clock; timers run on the monotonic one, as
+// a step leaves them). Every second of writes holds at most 80, and no
+// step holds the queue: no gap between writes reaches 2 s. A step of the
+// wall clock is what NTP does to a machine whose clock is off (a virtual
+// machine just started, say). When the pacing kept the wall clock's
+// instants, the step back held every send for 5 s here; a step forward
+// emptied the number's window of writes (throughput's
+// TestAStepOfTheWallClockMovesNoSlot), which CI met once as 128 writes in
+// a second after a cut to 80 msg/s (TestReview8CutOnTheWallClock).
+func TestAStepOfTheWallClockOnTheWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 s of queue on the real clock")
+	}
+	const n = 480
+	srv := cloudapitest.NewServer(t)
+	inner := &http.Transport{MaxIdleConnsPerHost: 256}
+	t.Cleanup(inner.CloseIdleConnections)
+	stamps := &writeStamps{inner: inner}
+	clk := clocktest.NewStepped()
+	c, err := cloudapi.New(secretToken, cloudapi.WithBaseURL(srv.URL()), cloudapi.WithClock(clk),
+		cloudapi.WithNumberThroughput(number, throughput.Default), cloudapi.WithHTTPClient(&http.Client{Transport: stamps}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		for _, s := range []time.Duration{2 * time.Second, -5 * time.Second} {
+			select {
+			case <-time.After(2 * time.Second):
+				clk.Step(s)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := c.Send(t.Context(), number, cloudapi.Text("+23769"+fmt.Sprintf("%07d", i), "hi")); err != nil {
+				t.Errorf("send %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-stepped
+
+	at := slices.Clone(stamps.at)
+	if len(at) != n || srv.Accepted() != n {
+		t.Fatalf("%d writes stamped, %d accepted, want %d", len(at), srv.Accepted(), n)
+	}
+	most, from := mostInAClosedSecond(at, time.Time{})
+	var gap time.Duration
+	for i := 1; i < len(at); i++ {
+		gap = max(gap, at[i].Sub(at[i-1]))
+	}
+	t.Logf("%d writes in %v; most in a second %d (from +%v); longest gap %v", n, at[n-1].Sub(at[0]).Round(time.Millisecond),
+		most, from.Sub(at[0]).Round(time.Millisecond), gap.Round(time.Millisecond))
+	if most > throughput.Default {
+		t.Errorf("%d writes in the second from +%v, at %d msg/s", most, from.Sub(at[0]), throughput.Default)
+	}
+	if gap >= 2*time.Second {
+		t.Errorf("a gap of %v between two writes: a step held the queue", gap)
+	}
+}
