@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/internal/clocktest"
+
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/throughput"
@@ -304,6 +306,7 @@ func TestReview8CutOnTheWallClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	watch := clocktest.Watch(t)
 	cutAt := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(time.Second)
@@ -336,8 +339,9 @@ func TestReview8CutOnTheWallClock(t *testing.T) {
 	}
 	arrived, aat := mostInASecond(srv, cut.Add(time.Second))
 	most, at := mostInAClosedSecond(stamps.at, cut.Add(time.Second))
-	t.Logf("%d accepted, %d requests; most in a second after the cut: %d written (from +%v), %d arrived (from +%v)",
-		srv.Accepted(), len(srv.Requests()), most, at.Sub(cut), arrived, aat.Sub(cut))
+	stall, step := watch()
+	t.Logf("%d accepted, %d requests; most in a second after the cut: %d written (from +%v), %d arrived (from +%v); the process stalled %v at most, the wall clock stepped %v",
+		srv.Accepted(), len(srv.Requests()), most, at.Sub(cut), arrived, aat.Sub(cut), stall, step)
 	if len(stamps.at) != srv.Accepted() {
 		t.Errorf("%d writes stamped, %d accepted", len(stamps.at), srv.Accepted())
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapace/wapace/internal/clocktest"
+
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
 	"github.com/wapace/wapace/errcodes"
@@ -137,7 +139,7 @@ func TestPostgresWorkersShareANumber(t *testing.T) {
 	for i, o := range obs {
 		go func() { errs <- o.Run(ctx, clients[i]) }()
 	}
-	watch := watchTheClock(t)
+	watch := clocktest.Watch(t)
 	waitFor := func(what string, limit time.Duration, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(limit)
@@ -262,41 +264,6 @@ func TestPostgresWorkersShareANumber(t *testing.T) {
 	if len(seen) > n {
 		t.Errorf("%d accepted, want at most %d", len(seen), n)
 	}
-}
-
-// watchTheClock watches the test's process from now until the returned
-// func is called, which returns the longest the process went without
-// running a goroutine that asks every 10 ms (a stall: the machine gave it
-// no CPU), and how far the wall clock was stepped against the monotonic
-// one meanwhile (NTP's steps).
-func watchTheClock(t *testing.T) func() (stall, step time.Duration) {
-	start := time.Now()
-	done := make(chan struct{})
-	var longest time.Duration
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				longest = max(longest, now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	var once sync.Once
-	finish := func() (time.Duration, time.Duration) {
-		once.Do(func() { close(done); <-stopped })
-		now := time.Now()
-		return longest, now.Round(0).Sub(start.Round(0)) - now.Sub(start)
-	}
-	t.Cleanup(func() { finish() })
-	return finish
 }
 
 // loadAverage is the machine's load average over the last minute (0 where

@@ -45,3 +45,18 @@ func TestSteppedClock(t *testing.T) {
 		t.Errorf("Since = %v", d)
 	}
 }
+
+func TestWatchSeesNoStallOrStepOnAQuietRun(t *testing.T) {
+	watch := clocktest.Watch(t)
+	time.Sleep(100 * time.Millisecond)
+	stall, step := watch()
+	if stall <= 0 || stall > time.Second {
+		t.Errorf("longest gap %v over 100 ms of sleep", stall)
+	}
+	if step < -50*time.Millisecond || step > 50*time.Millisecond {
+		t.Errorf("a step of %v", step)
+	}
+	if s2, st2 := watch(); s2 != stall || st2 != step {
+		t.Errorf("a second call gave %v, %v; the first %v, %v", s2, st2, stall, step)
+	}
+}
