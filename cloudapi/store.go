@@ -42,6 +42,11 @@ const BudgetKey = "budget"
 // with each Client; the holds they apply are shared. When the store cannot
 // decide (Redis is down), the message is not sent: Send returns an error
 // whose state is StateNotSubmitted, wrapping the store's error.
+//
+// A store's instants are the wall clock's, which the processes must agree
+// on; a step of it holds or frees slots for its length (see
+// throughput.WithStore). A Client without a store paces on the monotonic
+// clock, which a step does not move.
 func WithStore(s Store) Option {
 	return func(c *Client) error {
 		if s == nil {

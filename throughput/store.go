@@ -44,6 +44,14 @@ func (e *storeError) Is(target error) bool { return target == ErrStore }
 // adaptive rate after 130429, stay local to each Limiter and Budget; the
 // holds they apply are shared. A nil s keeps the state in memory; a store
 // with an empty key is invalid ([ErrInvalidOption]).
+//
+// The instants kept in s are the wall clock's, the one clock processes
+// share, so they must agree on it (NTP). A step of the wall clock while
+// they run moves every instant asked after it against those kept: a step
+// back holds the number for the step (four Clients on one store, stepped
+// back 2 s, kept their number 61 % busy over the next few seconds, not
+// 99 %). Without a Store a Limiter keeps its instants on the monotonic
+// clock, which a step does not move.
 func WithStore(s throughputstore.Store, key string) Option {
 	return func(o *options) {
 		if s != nil && key == "" {
