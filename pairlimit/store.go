@@ -33,6 +33,12 @@ func (e *storeError) Is(target error) bool { return target == ErrStore }
 // WithStore makes the Limiter keep its pairs' state in s instead of its own
 // memory, so that every limiter using s paces the same pairs as one. A nil
 // s keeps the default in-memory store.
+//
+// A store from NewMemoryStore, in this process, keeps its instants on the
+// monotonic clock (on the real clock), as the default one does: a step of
+// the system's wall clock moves no pair's debt. Any other store keeps the
+// wall clock's, the one clock processes share, which they must agree on:
+// a step of it moves every debt by its length.
 func WithStore(s pairstore.Store) Option {
 	return func(l *Limiter) {
 		if s != nil {
