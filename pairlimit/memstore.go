@@ -52,8 +52,7 @@ import (
 type memoryStore struct {
 	clock  clock.Clock
 	sc     instant.Scale // turns instants into the nanoseconds kept here (internal/instant)
-	seed   uint64
-	_      [8]byte       // the fields above are read on every call: alone on their cache line
+	seed   uint64        // with the fields above (64 bytes), read on every call: alone on their cache line
 	rot    atomic.Uint32 // the last shard a cross-shard sweep visited
 	now    atomic.Int64  // the latest instant asked, as last published by a shard
 	_      [48]byte      // shards start on a cache line
@@ -171,7 +170,7 @@ func newMemoryStore(c clock.Clock) *memoryStore {
 	// The clock's own scale: on the real clock, its monotonic readings,
 	// which a step of the wall clock does not move. Every Limiter sharing
 	// the store (in this process) converts its instants with it.
-	return &memoryStore{clock: c, sc: instant.Of(c.Now()), seed: rand.Uint64() | 1}
+	return &memoryStore{clock: c, sc: instant.Of(c.Now), seed: rand.Uint64() | 1}
 }
 
 // clockNow reads the store's clock: the real one for a zero memoryStore.
@@ -889,7 +888,42 @@ func (m *memoryStore) Reserve(_ context.Context, sp pairstore.Pair, t time.Time,
 		return pairstore.Ticket{}, false, err
 	}
 	tk, ok := m.reserve(p, m.sc.Nanos(t), cost, maxWait)
-	return tk, ok, nil
+	return m.outTicket(tk), ok, nil
+}
+
+// outTicket turns a ticket's instants from the store's scale to the
+// wall clock's, which a caller through the Store interface keeps (a
+// Limiter given a store that wraps this one, as redisstore's local
+// fallback does); inTicket turns them back. On the wall clock's scale, or
+// while the wall clock was not stepped, they change nothing.
+func (m *memoryStore) outTicket(tk pairstore.Ticket) pairstore.Ticket {
+	if m.sc.Monotonic() {
+		tk.PrevDue, tk.Act, tk.End = m.wall(tk.PrevDue), m.wall(tk.Act), m.wall(tk.End)
+	}
+	return tk
+}
+
+func (m *memoryStore) inTicket(tk pairstore.Ticket) pairstore.Ticket {
+	if m.sc.Monotonic() {
+		tk.PrevDue, tk.Act, tk.End = m.own(tk.PrevDue), m.own(tk.Act), m.own(tk.End)
+	}
+	return tk
+}
+
+// wall returns the instant ns of the store's scale in the wall clock's
+// nanoseconds, and own the reverse (0, no instant, stays 0).
+func (m *memoryStore) wall(ns int64) int64 {
+	if ns == 0 {
+		return 0
+	}
+	return m.sc.Time(ns).UnixNano()
+}
+
+func (m *memoryStore) own(ns int64) int64 {
+	if ns == 0 {
+		return 0
+	}
+	return m.sc.Nanos(time.Unix(0, ns))
 }
 
 // Next implements [pairstore.Store], failing as Reserve does.
@@ -907,7 +941,7 @@ func (m *memoryStore) Cancel(_ context.Context, sp pairstore.Pair, t time.Time, 
 	if err != nil {
 		return false, err
 	}
-	return m.cancel(p, m.sc.Nanos(t), tk), nil
+	return m.cancel(p, m.sc.Nanos(t), m.inTicket(tk)), nil
 }
 
 // Refuse implements [pairstore.Store], failing as Reserve does. The

@@ -295,7 +295,7 @@ func (l *Limiter) setup(mps int, opts []Option) {
 		// In this process alone: the monotonic clock's instants, which a
 		// step of the wall clock does not move (internal/instant). A
 		// Store's are the wall clock's, the one clock processes share.
-		l.b.sc = instant.Of(l.clock.Now())
+		l.b.sc = instant.Of(l.clock.Now)
 	}
 	if l.opts.windowed && l.opts.store == nil {
 		l.win = &window{sc: l.b.sc}

@@ -22,6 +22,7 @@
 package instant
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/wapace/wapace/internal/sat"
@@ -29,33 +30,62 @@ import (
 
 // Scale converts instants to nanoseconds and back. The zero Scale is the
 // wall clock: Nanos is UnixNano and Time is time.Unix(0, ns).
+//
+// On a monotonic Scale the nanoseconds are the anchor's wall reading plus
+// the time since the anchor on the monotonic clock: equal to UnixNano
+// until the wall clock is stepped, and unmoved by a step. Times given and
+// returned keep the system's meaning after a step: an instant with a
+// monotonic reading is placed by it; one without (read from a database,
+// a Store, time.Unix) by its wall reading, less the step; and Time
+// returns an instant with both readings, the wall one stepped as the
+// clock's are. The step is the one the Scale last saw in an instant it
+// was given with both readings (a clock's reading, as a pacer is given on
+// every decision): reading no clock of its own, a Scale given only wall
+// instants takes them as they are, as UnixNano would.
 type Scale struct {
-	anchor time.Time // with a monotonic reading, or the zero Time (the wall clock)
-	ns     int64     // anchor's UnixNano: 0 for the wall clock (no process starts at the epoch)
+	anchor time.Time  // with a monotonic reading, or the zero Time (the wall clock)
+	ns     int64      // anchor's UnixNano: 0 for the wall clock (no process starts at the epoch)
+	st     *stepState // shared by the copies of the Scale
+}
+
+// stepState is the step of the wall clock a Scale last saw.
+type stepState struct {
+	ref atomic.Pointer[stepRef] // nil: no step
+}
+
+// stepRef is an instant t with both readings whose wall reading is step
+// away from the monotonic one (both from the anchor), q rounded.
+type stepRef struct {
+	t       time.Time
+	step, q int64
 }
 
 // anchor is the one anchor of every monotonic Scale of the process, so
-// that two of them give the same Time for the same nanoseconds.
+// that two of them give the same nanoseconds for the same instant.
 var anchor = time.Now()
 
-// Of returns the Scale for a clock whose reading now is: a monotonic
-// scale if now carries a monotonic reading (the real clock's do), the
-// wall clock otherwise (a simulated clock's do not). Every monotonic
-// Scale of the process is anchored at one instant, read at its start.
-func Of(now time.Time) Scale {
-	if now == now.Round(0) { // Round(0) strips only the monotonic reading
+// Of returns the Scale for a clock that reads now: a monotonic scale if
+// its readings carry a monotonic reading (the real clock's do), the wall
+// clock otherwise (a simulated clock's do not). Every monotonic Scale of
+// the process is anchored at one instant, read at its start.
+func Of(now func() time.Time) Scale {
+	if !monotonic(now()) {
 		return Scale{}
 	}
-	return Scale{anchor: anchor, ns: anchor.UnixNano()}
+	return Scale{anchor: anchor, ns: anchor.UnixNano(), st: new(stepState)}
 }
+
+// monotonic reports whether t carries a monotonic reading.
+func monotonic(t time.Time) bool { return t != t.Round(0) } // Round(0) strips only that
 
 // Monotonic reports whether s counts on the monotonic clock.
 func (s *Scale) Monotonic() bool { return s.ns != 0 }
 
-// Nanos returns t in nanoseconds on s: the anchor's wall reading plus the
-// time from the anchor to t, on the monotonic clock when t has a reading
-// of it; UnixNano otherwise. An instant too far from the anchor for a
-// Duration sticks at the end of the int64 range.
+// Nanos returns t in nanoseconds on s. On a monotonic Scale: for t with a
+// monotonic reading, the anchor's wall reading plus the time from the
+// anchor to t on the monotonic clock; for t without one, its UnixNano less
+// the step of the wall clock the Scale last saw. An instant too far from
+// the anchor for a Duration sticks at the end of the int64 range.
 func (s *Scale) Nanos(t time.Time) int64 {
 	if s.ns == 0 {
 		return t.UnixNano() // inlined: the wall clock costs what it did
@@ -65,18 +95,59 @@ func (s *Scale) Nanos(t time.Time) int64 {
 
 // fromAnchor is Nanos on a monotonic Scale.
 func (s *Scale) fromAnchor(t time.Time) int64 {
-	if t == t.Round(0) { // Round(0) strips only the monotonic reading
+	if !monotonic(t) {
+		if r := s.st.ref.Load(); r != nil {
+			return sat.Sub(t.UnixNano(), r.step)
+		}
 		return t.UnixNano()
 	}
-	return sat.Add(s.ns, int64(t.Sub(s.anchor)))
+	m := s.mono(t)
+	s.saw(t, t.UnixNano()-m)
+	return m
 }
 
-// Time returns the instant ns nanoseconds on s: for a monotonic Scale, one
-// with a monotonic reading (so that Sub and comparisons with the clock's
-// own readings use it), whose wall reading is ns.
+// mono is Nanos of t, which has a monotonic reading.
+func (s *Scale) mono(t time.Time) int64 { return sat.Add(s.ns, int64(t.Sub(s.anchor))) }
+
+// minStep is the least difference between the wall clock and the
+// monotonic one, since the anchor, that counts as a step: below it the
+// difference is the two readings' jitter (time.Now reads the two clocks
+// one after the other, and a thread may be preempted between them), and
+// instants are their wall readings, as without a step. NTP steps only
+// past 128 ms (ntpd) or a configured threshold (chrony, commonly 1 s or
+// 0.1 s); below that it slews both clocks alike.
+const minStep = 50 * time.Millisecond
+
+// saw records the step of an instant t with both readings (its wall
+// reading less its nanoseconds). It writes only when the step, rounded to
+// the millisecond, changed: the readings' jitter writes nothing.
+func (s *Scale) saw(t time.Time, step int64) {
+	q := int64(0)
+	if step <= -int64(minStep) || step >= int64(minStep) {
+		q = int64(time.Duration(step).Round(time.Millisecond))
+	}
+	r := s.st.ref.Load()
+	switch {
+	case r == nil && q == 0, r != nil && r.q == q:
+	case q == 0:
+		s.st.ref.Store(nil)
+	default:
+		s.st.ref.Store(&stepRef{t: t, step: step, q: q})
+	}
+}
+
+// Time returns the instant ns nanoseconds on s. On a monotonic Scale it
+// carries a monotonic reading (so that Sub and comparisons with the
+// clock's readings use it; two Times of the same ns are Equal) and, as
+// its wall reading, ns plus the step of the wall clock the Scale last saw.
 func (s *Scale) Time(ns int64) time.Time {
 	if s.ns == 0 {
 		return time.Unix(0, ns)
 	}
-	return s.anchor.Add(time.Duration(sat.Sub(ns, s.ns)))
+	if r := s.st.ref.Load(); r != nil {
+		// Add keeps the monotonic reading anchor.Add would give, and
+		// carries r's stepped wall reading.
+		return r.t.Add(time.Duration(sat.Sub(ns, s.mono(r.t))))
+	}
+	return s.anchor.Add(time.Duration(sat.Sub(ns, s.ns))) // wall reading ns
 }
