@@ -10,7 +10,9 @@ import (
 
 	"github.com/wapace/wapace/cloudapi"
 	"github.com/wapace/wapace/cloudapi/cloudapitest"
+	"github.com/wapace/wapace/errcodes"
 	"github.com/wapace/wapace/internal/clocktest"
+	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
 )
 
@@ -87,5 +89,52 @@ func TestAStepOfTheWallClockOnTheWire(t *testing.T) {
 		t.Logf("the process stalled for %v: the gap bar does not apply", stall)
 	case gap >= 3*time.Second:
 		t.Errorf("a gap of %v between two writes: a step held the queue", gap)
+	}
+}
+
+// TestAdmissionAfterAStepOfTheWallClock: what a Client says of the next
+// admission keeps its meaning after a step of the wall clock, on the
+// monotonic clock and on the wall clock alone (the outbox stores the
+// instant as a hold in its database and compares it with deadlines read
+// back): the pair's debt after a send stays 6.25 s away, and a call
+// budget's refusal hold of 10 s is not hidden behind a number's hold of
+// 1 s.
+func TestAdmissionAfterAStepOfTheWallClock(t *testing.T) {
+	const from, to = "106540352242922", "+15550000009"
+	for _, step := range []time.Duration{0, -time.Minute, time.Minute} {
+		clk := clocktest.NewStepped()
+		srv := cloudapitest.NewServer(t)
+		budget := throughput.NewBudget(5000, throughput.WithClock(clk))
+		c, err := cloudapi.New(secretToken, cloudapi.WithHTTPClient(srv.Client()), cloudapi.WithBaseURL(cloudapitest.BaseURL),
+			cloudapi.WithClock(clk), cloudapi.WithBudget(budget))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Send(t.Context(), from, cloudapi.Text(to, "hi")); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(step)
+		now := clk.Now()
+		a, err := c.Admission(now, from, to, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owed := pairlimit.Meta.Interval + pairlimit.DefaultMargin
+		if d := a.At.Sub(now); d < owed-100*time.Millisecond || d > owed {
+			t.Errorf("step %v: the pair's next message %v away, want about %v", step, d, owed)
+		}
+		if d := time.Duration(a.At.UnixNano() - now.UnixNano()); d < owed-100*time.Millisecond || d > owed {
+			t.Errorf("step %v: on the wall clock the pair's next message is %v away, want about %v", step, d, owed)
+		}
+
+		budget.Hold(now, 10*time.Second, 10*time.Second) // Meta refused a call (80007)
+		c.Number(from).Throttled(now, time.Second, 30*time.Second)
+		a, err = c.Admission(now, from, "", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := a.At.Sub(now); d < 10*time.Second-100*time.Millisecond || a.Limit != errcodes.HoldApp {
+			t.Errorf("step %v: admitted %v from now by %v, want the budget's 10 s", step, d, a.Limit)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/usage"
@@ -78,6 +80,9 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 		perHour = 0.5
 	}
 	b.interval = intervalOf(perHour / 3600)
+	if b.opts.store == nil {
+		b.b.sc = instant.Of(b.clock.Now) // as a Limiter's: see setup there
+	}
 	b.b.setParams(0, b.interval, b.burst, false)
 }
 
@@ -87,7 +92,7 @@ func (b *Budget) init() { b.once.Do(func() { b.setup(budgetDefault, nil) }) }
 // Observe or Hold), or the zero Time if the budget was never held.
 func (b *Budget) HeldUntil() time.Time {
 	b.init()
-	return unixOrZero(b.knownHold())
+	return b.timeOrZero(b.knownHold())
 }
 
 // knownHold returns the latest hold of management calls the Budget knows.
@@ -106,14 +111,16 @@ func (b *Budget) RefusedUntil() time.Time {
 	b.mu.Lock()
 	h := b.refusedUntil
 	b.mu.Unlock()
-	return unixOrZero(h)
+	return b.timeOrZero(h)
 }
 
-func unixOrZero(ns int64) time.Time {
+// timeOrZero is the instant ns on the budget's scale, or the zero Time
+// for 0.
+func (b *Budget) timeOrZero(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, ns)
+	return b.b.sc.Time(ns)
 }
 
 // ReserveN reserves n calls asked at t and returns when they may be made.
@@ -129,7 +136,7 @@ func (b *Budget) reserve(ctx context.Context, t time.Time, n int, maxWait time.D
 	if n < 1 {
 		return Reservation{err: ErrInvalidCount}
 	}
-	tn := t.UnixNano()
+	tn := b.b.sc.Nanos(t)
 	return reserveBucket(ctx, &b.b, b.opts, b.clock, b.knownHold, tn, n, maxWait)
 }
 
@@ -144,7 +151,7 @@ func (b *Budget) WaitN(ctx context.Context, n int) error {
 }
 
 func (b *Budget) hold(t time.Time, d time.Duration, refused bool) {
-	until := sat.Add(t.UnixNano(), int64(d))
+	until := sat.Add(b.b.sc.Nanos(t), int64(d))
 	b.mu.Lock()
 	b.heldUntil = max(b.heldUntil, until)
 	if refused {

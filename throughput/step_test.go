@@ -48,3 +48,28 @@ func TestAStepOfTheWallClockMovesNoSlot(t *testing.T) {
 		})
 	}
 }
+
+// A messaging tier without a Store counts its 24 hours on the monotonic
+// clock too: a step forward of an hour does not expire a recipient
+// counted 23.5 hours ago, and the RetryAt of a full tier is where the
+// stepped clock's own readings, and its wall reading, put it.
+func TestAStepOfTheWallClockExpiresNoRecipient(t *testing.T) {
+	clk := clocktest.NewStepped()
+	tier := NewTier(1, WithClock(clk))
+	if cl := tier.Claim(clk.Now().Add(-24*time.Hour+30*time.Minute), "15550000001"); !cl.OK() {
+		t.Fatal("the first recipient refused")
+	}
+	clk.Step(time.Hour)
+	now := clk.Now()
+	cl := tier.Claim(now, "15550000002")
+	if cl.OK() {
+		t.Fatal("a second recipient admitted after the step, with the tier full")
+	}
+	want := 30 * time.Minute
+	if d := cl.RetryAt().Sub(now); d < want-time.Second || d > want {
+		t.Errorf("RetryAt %v away, want %v", d, want)
+	}
+	if d := cl.RetryAt().Round(0).Sub(now.Round(0)); d < want-time.Second || d > want {
+		t.Errorf("RetryAt %v away on the wall clock, want %v", d, want)
+	}
+}

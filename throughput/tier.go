@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wapace/wapace/internal/instant"
+
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/sat"
@@ -58,11 +60,12 @@ const tierWindow = 24 * time.Hour
 // of 0 and the real clock.
 type Tier struct {
 	clock clock.Clock
-	opts  options // opts.err: the first invalid option; every claim fails with it
+	opts  options       // opts.err: the first invalid option; every claim fails with it
+	sc    instant.Scale // the instants below: the monotonic clock's on the real clock without a Store (the zero Tier: the wall clock's)
 
 	mu    sync.Mutex  // protects the fields below
 	limit int         // set by NewTier or SetLimit
-	last  u64map      // recipient -> unix ns of its latest admitted send
+	last  u64map      // recipient -> instant (ns on sc) of its latest admitted send
 	queue []tierEntry // admissions in time order; entries superseded by a later send are stale
 	head  int         // first live index of queue
 	asked int64       // the latest instant asked
@@ -80,7 +83,11 @@ type tierEntry struct {
 // with [ErrInvalidOption].
 func NewTier(limit int, opts ...Option) *Tier {
 	o := buildOptions("NewTier", opts)
-	return &Tier{clock: o.clock, opts: o, limit: max(limit, Unlimited)}
+	t := &Tier{clock: o.clock, opts: o, limit: max(limit, Unlimited)}
+	if o.store == nil {
+		t.sc = instant.Of(o.clock.Now) // as a Limiter's: see its setup
+	}
+	return t
 }
 
 // Limit returns the tier's limit, or Unlimited.
@@ -206,7 +213,7 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		}
 		return Claim{tier: t, tk: tk, ok: true}
 	}
-	n := now.UnixNano()
+	n := t.sc.Nanos(now)
 	key := to.Key()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -222,12 +229,12 @@ func (t *Tier) claim(now time.Time, to phone.Recipient) Claim {
 		return Claim{tier: t, tk: throughputstore.TierTicket{To: key, At: max(prev, n)}, ok: true}
 	}
 	if t.limit == 0 {
-		return Claim{retryAt: time.Unix(0, sat.Add(n, int64(tierWindow)))}
+		return Claim{retryAt: t.sc.Time(sat.Add(n, int64(tierWindow)))}
 	}
 	if t.last.live-gone >= t.limit {
 		// The oldest count live at now expires after now, and never at or
 		// before it.
-		return Claim{retryAt: time.Unix(0, max(t.oldestAfter(n-int64(tierWindow))+int64(tierWindow), n+1))}
+		return Claim{retryAt: t.sc.Time(max(t.oldestAfter(n-int64(tierWindow))+int64(tierWindow), n+1))}
 	}
 	t.last.set(key, n)
 	t.push(key, n)
@@ -253,7 +260,7 @@ func (t *Tier) Count(now time.Time) int {
 	if t.limit == Unlimited {
 		return 0
 	}
-	gone := t.expireAt(now.UnixNano()) // first: it drops the counts expired at the present
+	gone := t.expireAt(t.sc.Nanos(now)) // first: it drops the counts expired at the present
 	return t.last.live - gone
 }
 
@@ -323,7 +330,7 @@ func (t *Tier) clockNow() int64 {
 	if t.clock == nil {
 		return time.Now().UnixNano()
 	}
-	return t.clock.Now().UnixNano()
+	return t.sc.Nanos(t.clock.Now())
 }
 
 // expire drops the recipients whose latest send is 24 hours old or more.
