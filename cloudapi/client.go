@@ -16,10 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/pairlimit"
 	"github.com/wapace/wapace/throughput"
@@ -405,7 +404,7 @@ func New(token string, opts ...Option) (*Client, error) {
 		c.budget = throughput.NewBudget(5_000, c.budgetOptions()...) // Meta: a WABA with a registered number
 	}
 	c.idem = newIdemMemory(c.idemKeys, c.idemAge)
-	c.idem.sc = instant.Of(c.clock.Now)
+	c.idem.sc = instant.Of(c.clock.Now())
 	c.salt = make([]byte, 16)
 	_, _ = rand.Read(c.salt)
 	return c, nil

@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
 	"github.com/wapace/wapace/backoff"
 	"github.com/wapace/wapace/internal/clockwait"
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )

@@ -10,10 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
 
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/pairlimit/pairstore"
 )
@@ -170,7 +169,7 @@ func newMemoryStore(c clock.Clock) *memoryStore {
 	// The clock's own scale: on the real clock, its monotonic readings,
 	// which a step of the wall clock does not move. Every Limiter sharing
 	// the store (in this process) converts its instants with it.
-	return &memoryStore{clock: c, sc: instant.Of(c.Now), seed: rand.Uint64() | 1}
+	return &memoryStore{clock: c, sc: instant.Of(c.Now()), seed: rand.Uint64() | 1}
 }
 
 // clockNow reads the store's clock: the real one for a zero memoryStore.

@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/usage"
 )
@@ -81,7 +80,7 @@ func (b *Budget) setup(callsPerHour int, opts []Option) {
 	}
 	b.interval = intervalOf(perHour / 3600)
 	if b.opts.store == nil {
-		b.b.sc = instant.Of(b.clock.Now) // as a Limiter's: see setup there
+		b.b.sc = instant.Of(b.clock.Now()) // as a Limiter's: see setup there
 	}
 	b.b.setParams(0, b.interval, b.burst, false)
 }

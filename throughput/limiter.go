@@ -9,9 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/throughput/throughputstore"
@@ -295,7 +294,7 @@ func (l *Limiter) setup(mps int, opts []Option) {
 		// In this process alone: the monotonic clock's instants, which a
 		// step of the wall clock does not move (internal/instant). A
 		// Store's are the wall clock's, the one clock processes share.
-		l.b.sc = instant.Of(l.clock.Now)
+		l.b.sc = instant.Of(l.clock.Now())
 	}
 	if l.opts.windowed && l.opts.store == nil {
 		l.win = &window{sc: l.b.sc}

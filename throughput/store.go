@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/throughputstore"
 )

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/benbjohnson/clock"
+	"github.com/wapace/wapace/internal/instant"
 	"github.com/wapace/wapace/internal/phone"
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/throughput/throughputstore"
@@ -85,7 +84,7 @@ func NewTier(limit int, opts ...Option) *Tier {
 	o := buildOptions("NewTier", opts)
 	t := &Tier{clock: o.clock, opts: o, limit: max(limit, Unlimited)}
 	if o.store == nil {
-		t.sc = instant.Of(o.clock.Now) // as a Limiter's: see its setup
+		t.sc = instant.Of(o.clock.Now()) // as a Limiter's: see its setup
 	}
 	return t
 }

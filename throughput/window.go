@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/wapace/wapace/internal/instant"
-
 	"github.com/wapace/wapace/internal/sat"
 	"github.com/wapace/wapace/internal/slotmoves"
 	"github.com/wapace/wapace/internal/writewindow"

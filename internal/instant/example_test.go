@@ -14,7 +14,7 @@ import (
 // does, once the Scale was given a reading of it.
 func ExampleScale() {
 	clk := clocktest.NewStepped()
-	sc := instant.Of(clk.Now)
+	sc := instant.Of(clk.Now())
 	now := clk.Now()
 	due := sc.Nanos(now) + int64(time.Second)
 

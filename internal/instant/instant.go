@@ -64,12 +64,12 @@ type stepRef struct {
 // that two of them give the same nanoseconds for the same instant.
 var anchor = time.Now()
 
-// Of returns the Scale for a clock that reads now: a monotonic scale if
-// its readings carry a monotonic reading (the real clock's do), the wall
-// clock otherwise (a simulated clock's do not). Every monotonic Scale of
-// the process is anchored at one instant, read at its start.
-func Of(now func() time.Time) Scale {
-	if !monotonic(now()) {
+// Of returns the Scale for a clock whose reading is now: a monotonic
+// scale if now carries a monotonic reading (the real clock's do), the
+// wall clock otherwise (a simulated clock's do not). Every monotonic
+// Scale of the process is anchored at one instant, read at its start.
+func Of(now time.Time) Scale {
+	if !monotonic(now) {
 		return Scale{}
 	}
 	return Scale{anchor: anchor, ns: anchor.UnixNano(), st: new(stepState)}

@@ -16,7 +16,7 @@ import (
 func TestAStepOfTheWallClockMovesNoInstant(t *testing.T) {
 	for _, d := range []time.Duration{time.Second, -time.Second, 10 * time.Second, -time.Hour, 25 * time.Hour} {
 		clk := clocktest.NewStepped()
-		sc := instant.Of(clk.Now)
+		sc := instant.Of(clk.Now())
 		if !sc.Monotonic() {
 			t.Fatal("the real clock's Scale is not monotonic")
 		}
@@ -54,8 +54,8 @@ func TestScaleRoundTrips(t *testing.T) {
 		mono bool
 	}{
 		{"zero", instant.Scale{}, false},
-		{"a simulated clock", instant.Of(mock.Now), false},
-		{"the real clock", instant.Of(time.Now), true},
+		{"a simulated clock", instant.Of(mock.Now()), false},
+		{"the real clock", instant.Of(time.Now()), true},
 	} {
 		if tc.sc.Monotonic() != tc.mono {
 			t.Errorf("%s: Monotonic() = %v", tc.name, tc.sc.Monotonic())
@@ -84,7 +84,7 @@ func TestScaleRoundTrips(t *testing.T) {
 		}
 	}
 	// Two monotonic Scales agree: Equal compares the monotonic readings.
-	a, b := instant.Of(time.Now), instant.Of(time.Now)
+	a, b := instant.Of(time.Now()), instant.Of(time.Now())
 	if ns := a.Nanos(time.Now()); !a.Time(ns).Equal(b.Time(ns)) {
 		t.Errorf("two Scales disagree: %v and %v", a.Time(ns), b.Time(ns))
 	}
